@@ -1,0 +1,108 @@
+package hermesstate
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// JournalMode is the configured journal mode of a SQLite file.
+type JournalMode string
+
+// Journal modes.
+const (
+	// JournalWAL (default): readers never wait for the writer.
+	JournalWAL JournalMode = "wal"
+	// JournalDelete: for filesystems where WAL is unsafe (network and
+	// cross-VM mounts).
+	JournalDelete JournalMode = "delete"
+)
+
+// Config configures Open. The zero value opens the default SQLite file with
+// the documented defaults.
+type Config struct {
+	// Path of the SQLite file; empty means DefaultPath().
+	Path string
+	// JournalMode: wal (default) or delete. A file already in WAL is never
+	// switched back to delete (never live-downgrade), as Hermes does.
+	JournalMode JournalMode
+	// Synchronous: NORMAL (default; in WAL mode a commit survives an
+	// application crash, and a power loss can lose only the last commits,
+	// never the file's integrity) or FULL (fsync on every commit).
+	Synchronous string
+	// BusyTimeout of the writer connection; default 1 s (Hermes' value).
+	// Lock waits beyond it are retried by the store with jitter, within the
+	// budget of each kind of write (20 s routine, 60 s transcript, 0.5 s
+	// activity).
+	BusyTimeout time.Duration
+	// ReadBusyTimeout of reader connections; default 5 s.
+	ReadBusyTimeout time.Duration
+	// ReadPoolSize is the number of reader connections; default 4. In WAL
+	// mode readers run beside the single writer without waiting for it; in
+	// delete mode reads go through the writer connection.
+	ReadPoolSize int
+	// CheckpointEvery runs a PASSIVE WAL checkpoint after every N committed
+	// writes; default 50, negative disables.
+	CheckpointEvery int
+	// ReadOnly opens without migrating and refuses writes (query_only).
+	ReadOnly bool
+	// Logger receives warnings (lock waits, fallbacks); default slog.Default().
+	Logger *slog.Logger
+
+	// WriteBudgets overrides the retry budget of each kind of write (tests,
+	// tools); zero values keep the defaults.
+	WriteBudgets WriteBudgets
+}
+
+// WriteBudgets are the retry budgets per kind of write.
+type WriteBudgets struct {
+	Routine, Transcript, Activity time.Duration
+}
+
+// DefaultPath returns $HERMES_HOME/state.db, else ~/.hermes/state.db.
+func DefaultPath() string {
+	if h := strings.TrimSpace(os.Getenv("HERMES_HOME")); h != "" {
+		return filepath.Join(h, "state.db")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return filepath.Join(".hermes", "state.db")
+	}
+	return filepath.Join(home, ".hermes", "state.db")
+}
+
+func (c Config) withDefaults() Config {
+	if c.Path == "" {
+		c.Path = DefaultPath()
+	}
+	switch strings.ToLower(string(c.JournalMode)) {
+	case "delete":
+		c.JournalMode = JournalDelete
+	default:
+		c.JournalMode = JournalWAL
+	}
+	switch strings.ToUpper(c.Synchronous) {
+	case "FULL", "OFF", "EXTRA":
+		c.Synchronous = strings.ToUpper(c.Synchronous)
+	default:
+		c.Synchronous = "NORMAL"
+	}
+	if c.BusyTimeout <= 0 {
+		c.BusyTimeout = time.Second
+	}
+	if c.ReadBusyTimeout <= 0 {
+		c.ReadBusyTimeout = 5 * time.Second
+	}
+	if c.ReadPoolSize <= 0 {
+		c.ReadPoolSize = 4
+	}
+	if c.CheckpointEvery == 0 {
+		c.CheckpointEvery = 50
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}

@@ -1,0 +1,90 @@
+package sqlitex
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+)
+
+// Kind names a class of write with its own retry budget (behaviour.md,
+// "Write contention").
+type Kind int
+
+// Write kinds.
+const (
+	// Routine writes (metadata, titles, usage): 20 s budget.
+	Routine Kind = iota
+	// Transcript writes (message appends, session creation): 60 s budget.
+	Transcript
+	// Activity writes (observation-only heartbeats): 0.5 s budget.
+	Activity
+)
+
+// Budget returns the total time a write of kind k may spend retrying lock
+// errors before the caller gets ErrBusy.
+func (k Kind) Budget() time.Duration {
+	switch k {
+	case Transcript:
+		return 60 * time.Second
+	case Activity:
+		return 500 * time.Millisecond
+	default:
+		return 20 * time.Second
+	}
+}
+
+func (k Kind) String() string {
+	switch k {
+	case Transcript:
+		return "transcript"
+	case Activity:
+		return "activity"
+	default:
+		return "routine"
+	}
+}
+
+// Backoff returns the pause before the next attempt, given how long the
+// write has been retrying: 20–150 ms during the first 2 s, 250 ms–1 s after.
+func Backoff(elapsed time.Duration) time.Duration {
+	if elapsed < 2*time.Second {
+		return 20*time.Millisecond + rand.N(130*time.Millisecond)
+	}
+	return 250*time.Millisecond + rand.N(750*time.Millisecond)
+}
+
+// RetryResult describes how a retried operation went.
+type RetryResult struct {
+	Attempts int
+	Waited   time.Duration
+}
+
+// Retry runs fn until it returns nil or an error that is not a lock error,
+// sleeping Backoff between attempts, for at most budget. On exhaustion it
+// returns the last lock error; ctx cancellation returns ctx.Err().
+func Retry(ctx context.Context, budget time.Duration, fn func() error) (RetryResult, error) {
+	start := time.Now()
+	var res RetryResult
+	for {
+		res.Attempts++
+		err := fn()
+		res.Waited = time.Since(start)
+		if err == nil || !IsLock(err) {
+			return res, err
+		}
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		pause := Backoff(res.Waited)
+		if res.Waited+pause > budget {
+			return res, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return res, ctx.Err()
+		case <-t.C:
+		}
+	}
+}

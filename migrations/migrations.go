@@ -1,0 +1,363 @@
+// Package migrations brings a state.db to the shape of Hermes schema v30
+// with gormigrate, at every writable Open.
+//
+// A new file gets the full v30 schema and schema_version = 30. An existing
+// Hermes file is adopted: its schema_version is read, missing tables, columns,
+// indexes and triggers are added (existing rows are never rewritten except by
+// the numbered Hermes data steps the file's version lacks), and the IDs that
+// ran are recorded in the table hermesstate_migrations.
+//
+// All pending migrations run in ONE transaction opened with BEGIN IMMEDIATE
+// (gormigrate UseTransaction over a _txlock=immediate connection): the write
+// lock is taken first, the list of applied IDs is re-read inside it, and the
+// steps and the version bump commit together. Two processes opening the same
+// file at once therefore migrate it once; the second waits for the lock and
+// then finds nothing to do. A failing step rolls everything back.
+//
+// # gormigrate IDs and Hermes schema versions
+//
+// IDs are append-only; never renumber or remove one.
+//
+//	0001_hermes_v30_baseline        tables, columns, keys, indexes, display triggers of v30
+//	0002_hermes_v16_delegate_tags   Hermes data step 16 (only files below v16)
+//	0003_hermes_v20_usage_seed      Hermes data step 20 (only files below v20)
+//	0004_hermes_v25_system_prompts  Hermes data step 25 (only files below v25)
+//	0005_hermes_v30_stamp           schema_version = 30
+//
+// Hermes steps 2–9, 12 and 22 are covered by the baseline (column
+// reconciliation, active = 1 where NULL, the usage primary-key rebuild);
+// steps 10, 11, 23, 29 and 30 concern FTS (package fts); step 18 reads
+// $HERMES_HOME/sessions/sessions.json, which is not ours to read, and is
+// skipped: the gateway columns stay NULL, as Hermes leaves them when that
+// file is absent.
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-gormigrate/gormigrate/v2"
+	"gorm.io/gorm"
+
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
+	"github.com/hermesstate/hermesstate/models"
+)
+
+// TableName is the gormigrate bookkeeping table.
+const TableName = "hermesstate_migrations"
+
+// Migration is one gormigrate step with the Hermes version it relates to.
+type Migration struct {
+	ID string
+	// BelowVersion, when non-zero, makes the step run only on files whose
+	// original schema_version is below it (a Hermes data step).
+	BelowVersion int
+	Apply        func(tx *gorm.DB) error
+}
+
+// Extra migrations appended by other packages of this module (FTS). They run
+// after the built-in list, in the order registered. Register only from init.
+var extra []Migration
+
+// Register appends migrations to the list. IDs must be new and are
+// append-only. It is meant for package init functions.
+func Register(ms ...Migration) { extra = append(extra, ms...) }
+
+// List returns every migration in order.
+func List() []Migration {
+	base := []Migration{
+		{ID: "0001_hermes_v30_baseline", Apply: baseline},
+		{ID: "0002_hermes_v16_delegate_tags", BelowVersion: 16, Apply: stepV16DelegateTags},
+		{ID: "0003_hermes_v20_usage_seed", BelowVersion: 20, Apply: stepV20UsageSeed},
+		{ID: "0004_hermes_v25_system_prompts", BelowVersion: 25, Apply: stepV25SystemPrompts},
+		{ID: "0005_hermes_v30_stamp", Apply: stampVersion},
+	}
+	return append(base, extra...)
+}
+
+// Pending returns the IDs of migrations not yet recorded in the file. It
+// reads without a transaction and is only a hint (Run re-reads under lock).
+func Pending(ctx context.Context, db *gorm.DB) ([]string, error) {
+	db = db.WithContext(ctx)
+	done := map[string]bool{}
+	if db.Migrator().HasTable(TableName) {
+		var ids []string
+		if err := db.Table(TableName).Pluck("id", &ids).Error; err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			done[id] = true
+		}
+	}
+	var out []string
+	for _, m := range List() {
+		if !done[m.ID] {
+			out = append(out, m.ID)
+		}
+	}
+	return out, nil
+}
+
+// Run applies every pending migration in one BEGIN IMMEDIATE transaction,
+// retrying lock errors with jitter for up to 20 s (concurrent openers). db
+// must be a writer whose BEGIN is IMMEDIATE. It returns an error wrapping
+// models.ErrBusy when the lock could not be had, or the failing step's error
+// (the file is then unchanged).
+func Run(ctx context.Context, db *gorm.DB) error {
+	pending, err := Pending(ctx, db)
+	if err == nil && len(pending) == 0 {
+		return nil
+	}
+	steps := make([]*gormigrate.Migration, 0, len(List()))
+	for _, m := range List() {
+		m := m
+		steps = append(steps, &gormigrate.Migration{ID: m.ID, Migrate: func(tx *gorm.DB) error {
+			if m.BelowVersion > 0 {
+				orig, err := AdoptedFromVersion(tx)
+				if err != nil {
+					return err
+				}
+				if orig >= m.BelowVersion {
+					return nil
+				}
+			}
+			if err := m.Apply(tx); err != nil {
+				return fmt.Errorf("migration %s: %w", m.ID, err)
+			}
+			return nil
+		}})
+	}
+	opts := *gormigrate.DefaultOptions
+	opts.TableName = TableName
+	opts.UseTransaction = true
+	res, err := sqlitex.Retry(ctx, 20*time.Second, func() error {
+		return gormigrate.New(db.WithContext(ctx), &opts, steps).Migrate()
+	})
+	if err != nil {
+		if sqlitex.IsLock(err) {
+			return models.Wrap(models.ErrBusy, "migrate", err, fmt.Sprintf("another process held the write lock for %s (%d attempts)", res.Waited.Round(time.Millisecond), res.Attempts))
+		}
+		if sqlitex.IsCorrupt(err) {
+			return models.Wrap(models.ErrCorrupt, "migrate", err, "the database file is damaged; run `hermes-state doctor`")
+		}
+		return models.Wrap(models.ErrUnsupported, "migrate", err, "")
+	}
+	return nil
+}
+
+// FileVersion reads schema_version.version; 0 when the table or row is
+// missing.
+func FileVersion(tx *gorm.DB) (int, error) {
+	if !hasTable(tx, "schema_version") {
+		return 0, nil
+	}
+	var v sql.NullInt64
+	if err := tx.Raw("SELECT MAX(version) FROM schema_version").Scan(&v).Error; err != nil {
+		return 0, err
+	}
+	if !v.Valid {
+		return 0, nil
+	}
+	return int(v.Int64), nil
+}
+
+func hasTable(tx *gorm.DB, name string) bool {
+	var n int64
+	tx.Raw("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", name).Scan(&n)
+	return n > 0
+}
+
+func hasIndex(tx *gorm.DB, name string) bool {
+	var n int64
+	tx.Raw("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?", name).Scan(&n)
+	return n > 0
+}
+
+func fileColumns(tx *gorm.DB, table string) ([]Column, error) {
+	rows, err := tx.Raw("SELECT cid, name, type, \"notnull\", dflt_value, pk FROM pragma_table_info(?)", table).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Column
+	for rows.Next() {
+		var c Column
+		var nn int
+		if err := rows.Scan(&c.CID, &c.Name, &c.Type, &nn, &c.Default, &c.PK); err != nil {
+			return nil, err
+		}
+		c.NotNull = nn != 0
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// baseline brings any file to the v30 shape without rewriting rows.
+func baseline(tx *gorm.DB) error {
+	fresh := !hasTable(tx, "sessions")
+	ref, err := ReferenceColumns()
+	if err != nil {
+		return err
+	}
+	schema := Schema()
+	for _, st := range schema {
+		if st.Kind == "table" {
+			if err := tx.Exec(st.SQL).Error; err != nil {
+				return fmt.Errorf("create table %s: %w", st.Name, err)
+			}
+		}
+	}
+	if fresh {
+		if err := tx.Exec("INSERT INTO schema_version (version) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM schema_version)", HermesSchemaVersion).Error; err != nil {
+			return err
+		}
+	}
+	orig, err := FileVersion(tx)
+	if err != nil {
+		return err
+	}
+	if err := tx.Exec("INSERT OR IGNORE INTO state_meta (key, value) VALUES ('hermesstate_adopted_from_version', ?)", fmt.Sprint(orig)).Error; err != nil {
+		return err
+	}
+	// Add missing columns, in the reference order, with their defaults.
+	for _, st := range schema {
+		if st.Kind != "table" {
+			continue
+		}
+		have, err := fileColumns(tx, st.Name)
+		if err != nil {
+			return err
+		}
+		present := map[string]bool{}
+		for _, c := range have {
+			present[strings.ToLower(c.Name)] = true
+		}
+		for _, c := range ref[st.Name] {
+			if present[strings.ToLower(c.Name)] {
+				continue
+			}
+			if err := tx.Exec("ALTER TABLE " + quoteIdent(st.Name) + " ADD COLUMN " + c.Decl()).Error; err != nil {
+				return fmt.Errorf("add column %s.%s: %w", st.Name, c.Name, err)
+			}
+		}
+	}
+	// Primary keys that older files have narrower (Hermes step 22 for
+	// session_model_usage; gateway_routing keyed by session_key alone).
+	for _, t := range []string{"session_model_usage", "gateway_routing"} {
+		if err := rebuildIfKeyDiffers(tx, t, ref[t]); err != nil {
+			return err
+		}
+	}
+	// Hermes step 12, run on every Hermes open.
+	if err := tx.Exec("UPDATE messages SET active = 1 WHERE active IS NULL").Error; err != nil {
+		return err
+	}
+	for _, st := range schema {
+		if st.Kind == "table" || st.Name == "idx_sessions_title_unique" {
+			continue
+		}
+		if err := tx.Exec(st.SQL).Error; err != nil {
+			return fmt.Errorf("create %s %s: %w", st.Kind, st.Name, err)
+		}
+	}
+	return ensureTitleIndex(tx, schema)
+}
+
+func pkColumns(cols []Column) []string {
+	var out []string
+	for _, c := range cols {
+		if c.PK > 0 {
+			out = append(out, strings.ToLower(c.Name))
+		}
+	}
+	return out
+}
+
+// rebuildIfKeyDiffers recreates table with the reference definition when
+// its primary key columns differ, copying every row (columns by name).
+func rebuildIfKeyDiffers(tx *gorm.DB, table string, ref []Column) error {
+	have, err := fileColumns(tx, table)
+	if err != nil {
+		return err
+	}
+	if strings.Join(pkColumns(have), ",") == strings.Join(pkColumns(ref), ",") {
+		return nil
+	}
+	var create string
+	for _, st := range Schema() {
+		if st.Kind == "table" && st.Name == table {
+			create = st.SQL
+		}
+	}
+	tmp := table + "__hermesstate_rebuild"
+	create = strings.Replace(create, "CREATE TABLE IF NOT EXISTS "+table, "CREATE TABLE "+tmp, 1)
+	presentSet := map[string]bool{}
+	for _, c := range have {
+		presentSet[strings.ToLower(c.Name)] = true
+	}
+	var cols []string
+	for _, c := range ref {
+		if presentSet[strings.ToLower(c.Name)] {
+			cols = append(cols, quoteIdent(c.Name))
+		}
+	}
+	list := strings.Join(cols, ", ")
+	for _, q := range []string{
+		"DROP TABLE IF EXISTS " + tmp,
+		create,
+		"INSERT OR IGNORE INTO " + tmp + " (" + list + ") SELECT " + list + " FROM " + quoteIdent(table) + " ORDER BY rowid",
+		"DROP TABLE " + quoteIdent(table),
+		"ALTER TABLE " + tmp + " RENAME TO " + quoteIdent(table),
+	} {
+		if err := tx.Exec(q).Error; err != nil {
+			return fmt.Errorf("rebuild %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// ensureTitleIndex creates idx_sessions_title_unique; when duplicate titles
+// exist, the older duplicates (lower rowid) lose their title first, as
+// Hermes does.
+func ensureTitleIndex(tx *gorm.DB, schema []Statement) error {
+	if hasIndex(tx, "idx_sessions_title_unique") {
+		return nil
+	}
+	if err := tx.Exec(`UPDATE sessions SET title = NULL
+		WHERE title IS NOT NULL
+		  AND rowid < (SELECT MAX(s2.rowid) FROM sessions AS s2 WHERE s2.title = sessions.title)`).Error; err != nil {
+		return err
+	}
+	for _, st := range schema {
+		if st.Name == "idx_sessions_title_unique" {
+			return tx.Exec(st.SQL).Error
+		}
+	}
+	return errors.New("embedded schema lacks idx_sessions_title_unique")
+}
+
+// AdoptedFromVersion returns the schema_version the file had when the
+// baseline first ran on it (recorded in state_meta).
+func AdoptedFromVersion(tx *gorm.DB) (int, error) {
+	var v sql.NullString
+	if err := tx.Raw("SELECT value FROM state_meta WHERE key = 'hermesstate_adopted_from_version'").Scan(&v).Error; err != nil {
+		return 0, err
+	}
+	var n int
+	if v.Valid {
+		fmt.Sscan(v.String, &n)
+	}
+	return n, nil
+}
+
+// stampVersion raises schema_version to 30; a newer file is left alone.
+func stampVersion(tx *gorm.DB) error {
+	if err := tx.Exec("UPDATE schema_version SET version = ? WHERE version < ?", HermesSchemaVersion, HermesSchemaVersion).Error; err != nil {
+		return err
+	}
+	return tx.Exec("INSERT INTO schema_version (version) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM schema_version)", HermesSchemaVersion).Error
+}

@@ -1,0 +1,167 @@
+// Package repo holds the repository interfaces application code uses and
+// their GORM implementations. Every exported method opens its own
+// transaction (Write for writes, Read for reads) and calls small unexported
+// helpers that take the transaction.
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
+	"github.com/hermesstate/hermesstate/models"
+)
+
+// Dialect names the SQL database behind a DB.
+type Dialect string
+
+// Dialects.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// DB is the pair of GORM handles every repository uses: W, the writer (on
+// SQLite one connection whose BEGIN is BEGIN IMMEDIATE), and R, the reader
+// pool. It counts successful writes and calls AfterWrite with the count, so
+// the store can checkpoint every N writes.
+type DB struct {
+	W       *gorm.DB
+	R       *gorm.DB
+	Dialect Dialect
+	Log     *slog.Logger
+	// AfterWrite, when set, is called after every committed write with the
+	// number of writes committed so far by this DB.
+	AfterWrite func(n int64)
+	// Budgets overrides the retry budget per kind (zero = the kind's default).
+	Budgets map[sqlitex.Kind]time.Duration
+
+	writes  atomic.Int64
+	closed  atomic.Bool
+	corrupt atomic.Pointer[error]
+}
+
+// MarkClosed makes every later call fail with models.ErrClosed.
+func (d *DB) MarkClosed() { d.closed.Store(true) }
+
+// Corrupt returns the error that marked the store unhealthy, or nil.
+func (d *DB) Corrupt() error {
+	if p := d.corrupt.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (d *DB) logger() *slog.Logger {
+	if d.Log != nil {
+		return d.Log
+	}
+	return slog.Default()
+}
+
+func (d *DB) budget(k sqlitex.Kind) time.Duration {
+	if b, ok := d.Budgets[k]; ok && b > 0 {
+		return b
+	}
+	return k.Budget()
+}
+
+// Write runs fn in one write transaction (BEGIN IMMEDIATE on SQLite),
+// retrying the whole transaction on lock errors with jitter within the
+// budget of kind. It returns fn's error mapped to a *models.Error: ErrBusy
+// when the budget ran out, ErrCorrupt when the file is damaged (and every
+// later write then fails fast), ErrClosed after Close.
+func (d *DB) Write(ctx context.Context, kind sqlitex.Kind, op string, fn func(tx *gorm.DB) error) error {
+	if d.closed.Load() {
+		return models.Errorf(models.ErrClosed, op, "the store is closed")
+	}
+	if c := d.Corrupt(); c != nil {
+		return models.Wrap(models.ErrCorrupt, op, c, "an earlier write found the database file damaged; run `hermes-state doctor`")
+	}
+	res, err := sqlitex.Retry(ctx, d.budget(kind), func() error {
+		return d.W.WithContext(ctx).Transaction(fn)
+	})
+	if err != nil {
+		if sqlitex.IsLock(err) {
+			d.logger().Warn("hermesstate: write gave up on a held lock", "op", op, "kind", kind.String(), "waited", res.Waited.Round(time.Millisecond), "attempts", res.Attempts)
+			return models.Wrap(models.ErrBusy, op, err, fmt.Sprintf("another process held the state.db write lock for %s (%d attempts, %s budget)", res.Waited.Round(time.Millisecond), res.Attempts, kind))
+		}
+		if sqlitex.IsCorrupt(err) {
+			e := err
+			d.corrupt.Store(&e)
+		}
+		return mapErr(op, err)
+	}
+	if res.Attempts > 1 {
+		d.logger().Debug("hermesstate: write retried", "op", op, "attempts", res.Attempts, "waited", res.Waited)
+	}
+	n := d.writes.Add(1)
+	if d.AfterWrite != nil {
+		d.AfterWrite(n)
+	}
+	return nil
+}
+
+// Writes returns the number of writes committed through d.
+func (d *DB) Writes() int64 { return d.writes.Load() }
+
+// Read runs fn on the reader pool and maps its error.
+func Read[T any](ctx context.Context, d *DB, op string, fn func(tx *gorm.DB) (T, error)) (T, error) {
+	var zero T
+	if d.closed.Load() {
+		return zero, models.Errorf(models.ErrClosed, op, "the store is closed")
+	}
+	var out T
+	_, err := sqlitex.Retry(ctx, 5*time.Second, func() error {
+		var err error
+		out, err = fn(d.R.WithContext(ctx))
+		return err
+	})
+	if err != nil {
+		return zero, mapErr(op, err)
+	}
+	return out, nil
+}
+
+// mapErr turns any error into a *models.Error without leaking SQL text into
+// the message (the cause stays reachable through errors.As/Unwrap).
+func mapErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var me *models.Error
+	if errors.As(err, &me) {
+		return err
+	}
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return models.Wrap(models.ErrNotFound, op, err, "no such row")
+	case sqlitex.IsLock(err):
+		return models.Wrap(models.ErrBusy, op, err, "database is locked")
+	case sqlitex.IsCorrupt(err):
+		return models.Wrap(models.ErrCorrupt, op, err, "the database file is damaged; run `hermes-state doctor`")
+	case isConstraint(err):
+		return models.Wrap(models.ErrConflict, op, err, "the write conflicts with existing data")
+	}
+	return models.Wrap(models.ErrStorage, op, err, "storage failure")
+}
+
+func isConstraint(err error) bool {
+	if c, ok := sqlitex.Code(err); ok {
+		return c&0xff == 19 // SQLITE_CONSTRAINT
+	}
+	if errors.Is(err, gorm.ErrDuplicatedKey) || errors.Is(err, gorm.ErrForeignKeyViolated) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "SQLSTATE 23")
+}

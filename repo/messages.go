@@ -1,0 +1,360 @@
+package repo
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
+	"github.com/hermesstate/hermesstate/models"
+)
+
+// NewMessage is one message to append. Pointer fields distinguish NULL from
+// ""; empty strings of the other fields are stored as NULL.
+type NewMessage struct {
+	Role string
+	// Content is the text; nil is NULL (an assistant turn that only calls
+	// tools), "" an empty reply. Ignored when Parts is set.
+	Content *string
+	// Parts is multimodal content (a list of OpenAI content parts); stored
+	// as NUL + "json:" + JSON text, as Hermes does.
+	Parts             any
+	ToolCalls         models.JSON
+	ToolName          string
+	ToolCallID        string
+	TokenCount        *int64
+	FinishReason      *string
+	Reasoning         *string
+	ReasoningContent  *string
+	ReasoningDetails  models.JSONText
+	CodexReasoning    models.JSONText
+	CodexMessageItems models.JSONText
+	PlatformMessageID string
+	Observed          bool
+	CompressedSummary bool
+	EffectDisposition string
+	// Timestamp defaults to now; an invalid or out-of-window value becomes now.
+	Timestamp       models.Epoch
+	APIContent      *string
+	DisplayKind     string
+	DisplayMetadata models.JSON
+}
+
+// Messages is the repository of message rows.
+type Messages interface {
+	// Append stores one message in its own transaction and returns its id.
+	// The session's message_count and tool_call_count move in the same
+	// transaction. ErrNotFound when the session does not exist, ErrConflict
+	// when it was ended by compression (append to its continuation),
+	// ErrInvalid for bad input; nothing is written on error.
+	Append(ctx context.Context, sessionID string, m NewMessage) (int64, error)
+	// AppendBatch stores several messages of one session in one
+	// transaction (one multi-row INSERT) and returns their ids in order.
+	AppendBatch(ctx context.Context, sessionID string, ms []NewMessage) ([]int64, error)
+	// List returns the active messages of a session ordered by id (Hermes'
+	// get_messages). ErrNotFound when the session does not exist.
+	List(ctx context.Context, sessionID string) ([]models.Message, error)
+	// Conversation returns the active messages in the OpenAI format Hermes
+	// replays (get_messages_as_conversation). ErrNotFound when the session
+	// does not exist.
+	Conversation(ctx context.Context, sessionID string, opt ConversationOptions) ([]ConversationItem, error)
+	// Count returns the number of messages, of one session when sessionID
+	// is not empty.
+	Count(ctx context.Context, sessionID string) (int64, error)
+}
+
+type messageRepo struct{ db *DB }
+
+// NewMessages returns the GORM implementation of Messages.
+func NewMessages(db *DB) Messages { return &messageRepo{db} }
+
+func (in *NewMessage) toRow(op, sessionID string) (*models.Message, error) {
+	if err := checkName(op, "role", in.Role); err != nil {
+		return nil, err
+	}
+	row := &models.Message{
+		SessionID: sessionID, Role: in.Role, Content: in.Content, ToolCalls: in.ToolCalls,
+		ToolName: models.TextOrNil(in.ToolName), ToolCallID: models.TextOrNil(in.ToolCallID),
+		TokenCount: in.TokenCount, FinishReason: in.FinishReason, Reasoning: in.Reasoning,
+		ReasoningContent: in.ReasoningContent, ReasoningDetails: in.ReasoningDetails,
+		CodexReasoningItems: in.CodexReasoning, CodexMessageItems: in.CodexMessageItems,
+		PlatformMessageID: models.TextOrNil(in.PlatformMessageID), EffectDisposition: models.TextOrNil(in.EffectDisposition),
+		Timestamp: in.Timestamp, APIContent: in.APIContent, DisplayKind: models.TextOrNil(in.DisplayKind),
+		DisplayMetadata: in.DisplayMetadata, Active: 1,
+	}
+	if in.Observed {
+		row.Observed = 1
+	}
+	if in.CompressedSummary {
+		row.CompressedSummary = 1
+	}
+	if in.Parts != nil {
+		b, err := models.PyDumps(in.Parts)
+		if err != nil {
+			return nil, models.Wrap(models.ErrInvalid, op, err, "content parts cannot be encoded as JSON")
+		}
+		s := models.MultimodalPrefix + string(b)
+		row.Content = &s
+	}
+	if err := checkTextPtr(op, "content", row.Content); err != nil {
+		return nil, err
+	}
+	for f, v := range map[string]*string{"tool_name": row.ToolName, "tool_call_id": row.ToolCallID, "finish_reason": row.FinishReason,
+		"reasoning": row.Reasoning, "reasoning_content": row.ReasoningContent, "platform_message_id": row.PlatformMessageID,
+		"api_content": row.APIContent, "display_kind": row.DisplayKind, "effect_disposition": row.EffectDisposition} {
+		if err := checkTextPtr(op, f, v); err != nil {
+			return nil, err
+		}
+	}
+	// Hermes parses a tool_calls string first; anything that is not JSON
+	// becomes an empty list (stored as NULL).
+	if len(row.ToolCalls) > 0 && !json.Valid(row.ToolCalls) {
+		row.ToolCalls = nil
+	}
+	if len(row.DisplayMetadata) > 0 {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(row.DisplayMetadata, &obj) != nil {
+			return nil, models.Errorf(models.ErrInvalid, op, "display_metadata must be a JSON object")
+		}
+	}
+	for f, v := range map[string][]byte{"tool_calls": row.ToolCalls, "reasoning_details": row.ReasoningDetails,
+		"codex_reasoning_items": row.CodexReasoningItems, "codex_message_items": row.CodexMessageItems} {
+		if len(v) > MaxContentBytes {
+			return nil, models.Errorf(models.ErrInvalid, op, "%s is %d bytes; the limit is %d", f, len(v), MaxContentBytes)
+		}
+		if !jsonStringsValid(v) {
+			return nil, models.Errorf(models.ErrInvalid, op, "%s is not valid UTF-8", f)
+		}
+	}
+	return row, nil
+}
+
+func jsonStringsValid(b []byte) bool { return len(b) == 0 || strings.ToValidUTF8(string(b), "\uFFFD") == string(b) }
+
+// checkAppendable returns ErrNotFound for a missing session and ErrConflict
+// for one ended by compression.
+func checkAppendable(tx *gorm.DB, op, sessionID string) error {
+	var rows []struct {
+		EndedAt   *float64
+		EndReason *string
+	}
+	if err := tx.Model(&models.Session{}).Select("ended_at, end_reason").Where("id = ?", sessionID).Limit(1).Find(&rows).Error; err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return models.Errorf(models.ErrNotFound, op, "session %q does not exist", sessionID)
+	}
+	if rows[0].EndReason != nil && *rows[0].EndReason == "compression" && rows[0].EndedAt != nil {
+		return models.Errorf(models.ErrConflict, op, "session %q was ended by compression; append to its continuation", sessionID)
+	}
+	return nil
+}
+
+func (r *messageRepo) Append(ctx context.Context, sessionID string, m NewMessage) (int64, error) {
+	ids, err := r.append(ctx, "messages.append", sessionID, []NewMessage{m})
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+func (r *messageRepo) AppendBatch(ctx context.Context, sessionID string, ms []NewMessage) ([]int64, error) {
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	return r.append(ctx, "messages.append_batch", sessionID, ms)
+}
+
+// batchRows bounds one INSERT statement (SQLite's variable limit is 32766;
+// a message row binds 25 values).
+const batchRows = 500
+
+func (r *messageRepo) append(ctx context.Context, op, sessionID string, ms []NewMessage) ([]int64, error) {
+	if err := checkID(op, sessionID); err != nil {
+		return nil, err
+	}
+	rows := make([]*models.Message, len(ms))
+	for i := range ms {
+		row, err := ms[i].toRow(op, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		rows[i] = row
+	}
+	ids := make([]int64, len(rows))
+	err := r.db.Write(ctx, sqlitex.Transcript, op, func(tx *gorm.DB) error {
+		if err := checkAppendable(tx, op, sessionID); err != nil {
+			return err
+		}
+		for i := range rows {
+			rows[i].ID = 0
+		}
+		var err error
+		if len(rows) == 1 {
+			err = tx.Create(rows[0]).Error
+		} else {
+			err = tx.CreateInBatches(rows, batchRows).Error
+		}
+		if err != nil {
+			return err
+		}
+		for i, row := range rows {
+			ids[i] = row.ID
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+func sessionExists(tx *gorm.DB, id string) (bool, error) {
+	var n int64
+	err := tx.Model(&models.Session{}).Where("id = ?", id).Limit(1).Count(&n).Error
+	return n > 0, err
+}
+
+func (r *messageRepo) List(ctx context.Context, sessionID string) ([]models.Message, error) {
+	const op = "messages.list"
+	if err := checkID(op, sessionID); err != nil {
+		return nil, err
+	}
+	return Read(ctx, r.db, op, func(tx *gorm.DB) ([]models.Message, error) {
+		return listActive(tx, op, sessionID)
+	})
+}
+
+func listActive(tx *gorm.DB, op, sessionID string) ([]models.Message, error) {
+	var out []models.Message
+	if err := tx.Where("session_id = ? AND active = 1", sessionID).Order("id").Find(&out).Error; err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		ok, err := sessionExists(tx, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, models.Errorf(models.ErrNotFound, op, "session %q does not exist", sessionID)
+		}
+		out = []models.Message{}
+	}
+	return out, nil
+}
+
+func (r *messageRepo) Count(ctx context.Context, sessionID string) (int64, error) {
+	return Read(ctx, r.db, "messages.count", func(tx *gorm.DB) (int64, error) {
+		q := tx.Model(&models.Message{})
+		if sessionID != "" {
+			q = q.Where("session_id = ?", sessionID)
+		}
+		var n int64
+		return n, q.Count(&n).Error
+	})
+}
+
+// ConversationOptions tunes Messages.Conversation.
+type ConversationOptions struct {
+	// KeepMemoryContext leaves <memory-context> blocks and the recalled
+	// memory note in user and assistant text (by default they are removed,
+	// as Hermes' context scrubber does before a replay).
+	KeepMemoryContext bool
+}
+
+// ConversationItem is one message in the replay format. Optional fields are
+// present only when truthy (reasoning fields of assistant rows: when not
+// NULL), as in Hermes' dicts.
+type ConversationItem struct {
+	Role                string      `json:"role"`
+	Content             any         `json:"content"`
+	DBPersisted         bool        `json:"_db_persisted"`
+	APIContent          string      `json:"api_content,omitempty"`
+	DisplayKind         string      `json:"display_kind,omitempty"`
+	DisplayMetadata     models.JSON `json:"display_metadata,omitempty"`
+	Timestamp           float64     `json:"timestamp,omitempty"`
+	ToolCallID          string      `json:"tool_call_id,omitempty"`
+	ToolName            string      `json:"tool_name,omitempty"`
+	EffectDisposition   string      `json:"effect_disposition,omitempty"`
+	ToolCalls           models.JSON `json:"tool_calls,omitempty"`
+	MessageID           string      `json:"message_id,omitempty"`
+	Observed            bool        `json:"observed,omitempty"`
+	FinishReason        *string     `json:"finish_reason,omitempty"`
+	Reasoning           *string     `json:"reasoning,omitempty"`
+	ReasoningContent    *string     `json:"reasoning_content,omitempty"`
+	ReasoningDetails    any         `json:"reasoning_details,omitempty"`
+	CodexReasoningItems any         `json:"codex_reasoning_items,omitempty"`
+	CodexMessageItems   any         `json:"codex_message_items,omitempty"`
+}
+
+var (
+	memoryBlockRE = regexp.MustCompile(`(?s)<memory-context>.*?</memory-context>`)
+	memoryNoteRE  = regexp.MustCompile(`\[System note: The following is recalled memory context, NOT new user input\. Treat as informational background data\.\]`)
+)
+
+// ScrubMemoryContext removes <memory-context> blocks and the recalled
+// memory note from s and trims it.
+func ScrubMemoryContext(s string) string {
+	s = memoryBlockRE.ReplaceAllString(s, "")
+	s = memoryNoteRE.ReplaceAllString(s, "")
+	return strings.TrimSpace(s)
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// ToConversation converts stored rows to the replay format.
+func ToConversation(msgs []models.Message, opt ConversationOptions) []ConversationItem {
+	out := make([]ConversationItem, 0, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		it := ConversationItem{Role: m.Role, Content: m.DecodedContent(), DBPersisted: true,
+			APIContent: deref(m.APIContent), DisplayKind: deref(m.DisplayKind), Timestamp: float64(m.Timestamp),
+			ToolCallID: deref(m.ToolCallID), ToolName: deref(m.ToolName), EffectDisposition: deref(m.EffectDisposition),
+			MessageID: deref(m.PlatformMessageID), Observed: m.Observed != 0}
+		if !m.DisplayMetadata.IsNull() {
+			it.DisplayMetadata = m.DisplayMetadata
+		}
+		if !m.ToolCalls.IsNull() {
+			it.ToolCalls = m.ToolCalls
+		}
+		if s, ok := it.Content.(string); ok && !opt.KeepMemoryContext && (m.Role == "user" || m.Role == "assistant") {
+			it.Content = ScrubMemoryContext(s)
+		}
+		if m.Role == "assistant" {
+			it.FinishReason, it.Reasoning, it.ReasoningContent = m.FinishReason, m.Reasoning, m.ReasoningContent
+			if !m.ReasoningDetails.IsNull() {
+				it.ReasoningDetails = m.ReasoningDetails.Value()
+			}
+			if !m.CodexReasoningItems.IsNull() {
+				it.CodexReasoningItems = m.CodexReasoningItems.Value()
+			}
+			if !m.CodexMessageItems.IsNull() {
+				it.CodexMessageItems = m.CodexMessageItems.Value()
+			}
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+func (r *messageRepo) Conversation(ctx context.Context, sessionID string, opt ConversationOptions) ([]ConversationItem, error) {
+	const op = "messages.conversation"
+	if err := checkID(op, sessionID); err != nil {
+		return nil, err
+	}
+	msgs, err := Read(ctx, r.db, op, func(tx *gorm.DB) ([]models.Message, error) {
+		return listActive(tx, op, sessionID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ToConversation(msgs, opt), nil
+}

@@ -1,0 +1,322 @@
+// Package hermesstate is the session-storage layer of an AI agent in the
+// style of Hermes Agent: every conversation, on every platform, in one
+// database that is a valid Hermes state.db.
+//
+// Open a store with Open, use its repositories (Sessions, Messages, ...),
+// and Close it. Every method takes a context.Context and returns errors that
+// wrap one of the sentinels (ErrNotFound, ErrConflict, ErrInvalid, ErrBusy,
+// ErrClosed, ErrCorrupt, ErrStorage, ErrUnsupported).
+package hermesstate
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/hermesstate/hermesstate/hooks"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
+	"github.com/hermesstate/hermesstate/migrations"
+	"github.com/hermesstate/hermesstate/models"
+	"github.com/hermesstate/hermesstate/repo"
+)
+
+// Store is an open state database. It is safe for concurrent use.
+type Store struct {
+	cfg      Config
+	db       *repo.DB
+	version  string
+	journal  string
+	sessions repo.Sessions
+	messages repo.Messages
+
+	closeOnce sync.Once
+	closeErr  error
+	ckptMu    sync.Mutex
+}
+
+// Open opens (creating if needed) the state database cfg describes, brings
+// its schema to Hermes v30 (unless ReadOnly) and returns the store. It
+// returns an error wrapping ErrUnsupported when WAL is configured on a
+// SQLite build with the WAL-reset bug, ErrBusy when other processes kept the
+// file locked for the whole migration budget, ErrCorrupt when the file is
+// not a database, and ErrStorage for other failures.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	cfg = cfg.withDefaults()
+	s := &Store{cfg: cfg}
+	if err := s.openSQLite(ctx); err != nil {
+		s.closeHandles()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) openSQLite(ctx context.Context) error {
+	const op = "open"
+	cfg := s.cfg
+	path := cfg.Path
+	if !cfg.ReadOnly {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return models.Wrap(models.ErrStorage, op, err, "cannot create the directory of "+path)
+		}
+		if err := createPrivate(path); err != nil {
+			return models.Wrap(models.ErrStorage, op, err, "cannot create "+path)
+		}
+	} else if _, err := os.Stat(path); err != nil {
+		return models.Wrap(models.ErrNotFound, op, err, "no database at "+path)
+	}
+	// A *gorm.Config holds the callbacks of the DB opened with it: every
+	// gorm.Open needs its own, or the reader would replace the writer's hooks.
+	gcfg := func() *gorm.Config {
+		return &gorm.Config{
+			Logger:                 logger.Discard,
+			SkipDefaultTransaction: true,
+			NowFunc:                func() time.Time { return time.Now().UTC() },
+		}
+	}
+	wcfg := sqlitex.ConnConfig{Path: path, BusyTimeout: cfg.BusyTimeout, Synchronous: sqlitex.Synchronous(cfg.Synchronous),
+		ForeignKeys: true, Immediate: true, QueryOnly: cfg.ReadOnly}
+	w, err := gorm.Open(sqlite.Open(wcfg.DSN()), gcfg())
+	if err != nil {
+		return classifyOpenErr(op, err, path)
+	}
+	sqlDB, err := w.DB()
+	if err != nil {
+		return models.Wrap(models.ErrStorage, op, err, "")
+	}
+	// One writer connection: writes of this process queue in Go instead of
+	// contending for the file lock, and BEGIN IMMEDIATE takes the lock first.
+	sqlDB.SetMaxOpenConns(1)
+	sqlDB.SetMaxIdleConns(1)
+	sqlDB.SetConnMaxLifetime(0)
+	s.db = &repo.DB{W: w, R: w, Dialect: repo.SQLite, Log: cfg.Logger, Budgets: map[sqlitex.Kind]time.Duration{
+		sqlitex.Routine: cfg.WriteBudgets.Routine, sqlitex.Transcript: cfg.WriteBudgets.Transcript, sqlitex.Activity: cfg.WriteBudgets.Activity}}
+
+	if err := w.WithContext(ctx).Raw("SELECT sqlite_version()").Scan(&s.version).Error; err != nil {
+		return classifyOpenErr(op, err, path)
+	}
+	if err := s.applyJournalMode(ctx); err != nil {
+		return err
+	}
+	if !cfg.ReadOnly {
+		if err := hooks.Register(w); err != nil {
+			return models.Wrap(models.ErrStorage, op, err, "")
+		}
+		if err := migrations.Run(ctx, w); err != nil {
+			return err
+		}
+		securePaths(path)
+	}
+	if s.journal == "wal" {
+		rcfg := sqlitex.ConnConfig{Path: path, BusyTimeout: cfg.ReadBusyTimeout, Synchronous: sqlitex.Synchronous(cfg.Synchronous),
+			ForeignKeys: true, QueryOnly: true}
+		r, err := gorm.Open(sqlite.Open(rcfg.DSN()), gcfg())
+		if err != nil {
+			return classifyOpenErr(op, err, path)
+		}
+		rdb, err := r.DB()
+		if err != nil {
+			return models.Wrap(models.ErrStorage, op, err, "")
+		}
+		rdb.SetMaxOpenConns(cfg.ReadPoolSize)
+		rdb.SetMaxIdleConns(cfg.ReadPoolSize)
+		s.db.R = r
+	}
+	if cfg.CheckpointEvery > 0 && s.journal == "wal" {
+		every := int64(cfg.CheckpointEvery)
+		s.db.AfterWrite = func(n int64) {
+			if n%every == 0 {
+				s.checkpoint(context.Background(), "PASSIVE")
+			}
+		}
+	}
+	s.sessions = repo.NewSessions(s.db)
+	s.messages = repo.NewMessages(s.db)
+	return nil
+}
+
+func classifyOpenErr(op string, err error, path string) error {
+	if sqlitex.IsCorrupt(err) {
+		return models.Wrap(models.ErrCorrupt, op, err, path+" is not a SQLite database or is damaged; run `hermes-state doctor`")
+	}
+	if sqlitex.IsLock(err) {
+		return models.Wrap(models.ErrBusy, op, err, path+" is locked by another process")
+	}
+	return models.Wrap(models.ErrStorage, op, err, "cannot open "+path)
+}
+
+// applyJournalMode enforces the journal-mode rules: refuse WAL on a
+// vulnerable SQLite build, never switch a WAL file back to delete, and
+// retry the switch to WAL on lock errors.
+func (s *Store) applyJournalMode(ctx context.Context) error {
+	const op = "open"
+	w := s.db.W.WithContext(ctx)
+	var cur string
+	if err := w.Raw("PRAGMA journal_mode").Scan(&cur).Error; err != nil {
+		return classifyOpenErr(op, err, s.cfg.Path)
+	}
+	cur = strings.ToLower(cur)
+	want := string(s.cfg.JournalMode)
+	switch {
+	case cur == "wal":
+		if want != "wal" {
+			s.cfg.Logger.Warn("hermesstate: file is in WAL mode; journal mode delete is configured but a WAL file is never switched back while others may use it", "path", s.cfg.Path)
+		}
+		if err := sqlitex.CheckWAL(s.version); err != nil {
+			s.cfg.Logger.Warn("hermesstate: file is already in WAL mode on a SQLite build with the WAL-reset bug", "sqlite", s.version)
+		}
+		s.journal = "wal"
+		return nil
+	case want == "wal":
+		if err := sqlitex.CheckWAL(s.version); err != nil {
+			return models.Wrap(models.ErrUnsupported, op, err, err.Error())
+		}
+		if s.cfg.ReadOnly {
+			s.journal = cur
+			return nil
+		}
+		var got string
+		_, err := sqlitex.Retry(ctx, 5*time.Second, func() error {
+			return w.Raw("PRAGMA journal_mode=WAL").Scan(&got).Error
+		})
+		if err != nil {
+			return classifyOpenErr(op, err, s.cfg.Path)
+		}
+		s.journal = strings.ToLower(got)
+		if s.journal != "wal" {
+			s.cfg.Logger.Warn("hermesstate: the filesystem refused WAL; using the rollback journal", "path", s.cfg.Path, "mode", got)
+		}
+		return nil
+	default:
+		if !s.cfg.ReadOnly && cur != "delete" {
+			var got string
+			if err := w.Raw("PRAGMA journal_mode=DELETE").Scan(&got).Error; err != nil {
+				return classifyOpenErr(op, err, s.cfg.Path)
+			}
+			cur = strings.ToLower(got)
+		}
+		s.journal = cur
+		return nil
+	}
+}
+
+// createPrivate creates path with mode 0600 if it does not exist. It never
+// opens an existing file (closing a descriptor would drop this process's
+// POSIX locks on it).
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		return err
+	}
+	return f.Close()
+}
+
+// securePaths tightens the database and its -wal/-shm sidecars to 0600 by
+// path (chmod, never open), skipping symlinks and non-regular files.
+func securePaths(path string) {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		st, err := os.Lstat(p)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		if st.Mode().Perm() != 0o600 {
+			_ = os.Chmod(p, 0o600)
+		}
+	}
+}
+
+func (s *Store) checkpoint(ctx context.Context, mode string) {
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	if err := s.db.W.WithContext(ctx).Exec("PRAGMA wal_checkpoint(" + mode + ")").Error; err != nil {
+		s.cfg.Logger.Debug("hermesstate: checkpoint", "mode", mode, "err", err)
+	}
+	if mode == "PASSIVE" {
+		securePaths(s.cfg.Path)
+	}
+}
+
+// Close runs a TRUNCATE checkpoint (WAL mode, writable stores) and closes
+// every connection. Later calls on the store fail with ErrClosed. It
+// returns the error of closing the connections, if any.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if s.db == nil {
+			return
+		}
+		s.db.MarkClosed()
+		if s.journal == "wal" && !s.cfg.ReadOnly {
+			s.checkpoint(context.Background(), "TRUNCATE")
+		}
+		s.closeErr = s.closeHandles()
+	})
+	return s.closeErr
+}
+
+func (s *Store) closeHandles() error {
+	if s.db == nil {
+		return nil
+	}
+	var errs []error
+	seen := map[*gorm.DB]bool{}
+	for _, g := range []*gorm.DB{s.db.R, s.db.W} {
+		if g == nil || seen[g] {
+			continue
+		}
+		seen[g] = true
+		if d, err := g.DB(); err == nil {
+			errs = append(errs, d.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Sessions returns the session repository.
+func (s *Store) Sessions() repo.Sessions { return s.sessions }
+
+// Messages returns the message repository.
+func (s *Store) Messages() repo.Messages { return s.messages }
+
+// Path returns the database file path.
+func (s *Store) Path() string { return s.cfg.Path }
+
+// SQLiteVersion returns sqlite_version() of the linked SQLite library.
+func (s *Store) SQLiteVersion() string { return s.version }
+
+// JournalMode returns the journal mode in effect ("wal", "delete", ...).
+func (s *Store) JournalMode() string { return s.journal }
+
+// Logger returns the store's logger.
+func (s *Store) Logger() *slog.Logger { return s.cfg.Logger }
+
+// MigrationsPending returns the IDs of migrations not yet applied to the
+// file (empty after a writable Open).
+func (s *Store) MigrationsPending(ctx context.Context) ([]string, error) {
+	ids, err := migrations.Pending(ctx, s.db.W)
+	if err != nil {
+		return nil, models.Wrap(models.ErrStorage, "migrations.pending", err, "")
+	}
+	return ids, nil
+}
+
+// SchemaVersion returns the Hermes schema version recorded in the file.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	v, err := migrations.FileVersion(s.db.R.WithContext(ctx))
+	if err != nil {
+		return 0, models.Wrap(models.ErrStorage, "schema_version", err, "")
+	}
+	return v, nil
+}
+
