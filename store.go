@@ -319,4 +319,3 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	}
 	return v, nil
 }
-

@@ -105,4 +105,3 @@ func bumpCounters(db *gorm.DB) {
 		}
 	}
 }
-

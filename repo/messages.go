@@ -132,7 +132,9 @@ func (in *NewMessage) toRow(op, sessionID string) (*models.Message, error) {
 	return row, nil
 }
 
-func jsonStringsValid(b []byte) bool { return len(b) == 0 || strings.ToValidUTF8(string(b), "\uFFFD") == string(b) }
+func jsonStringsValid(b []byte) bool {
+	return len(b) == 0 || strings.ToValidUTF8(string(b), "\uFFFD") == string(b)
+}
 
 // checkAppendable returns ErrNotFound for a missing session and ErrConflict
 // for one ended by compression.
