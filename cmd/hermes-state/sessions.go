@@ -1,0 +1,184 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hermesstate/hermesstate/models"
+	"github.com/hermesstate/hermesstate/repo"
+)
+
+func init() {
+	commands = append(commands, sessionsCmd, messagesCmd, migrateCmd)
+}
+
+func sessionsCmd(a *app) *cobra.Command {
+	c := &cobra.Command{Use: "sessions", Short: "List and show sessions"}
+	var opt repo.ListOptions
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List sessions, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			rows, err := st.Sessions().List(cmd.Context(), opt)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(rows)
+			}
+			tw := tabwriter.NewWriter(a.out, 0, 2, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSOURCE\tSTARTED\tMSGS\tTITLE")
+			for _, s := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.ID, s.Source, s.StartedAt.Time().Local().Format(time.DateTime), s.MessageCount, deref(s.Title))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVar(&opt.Source, "source", "", "only sessions of this source")
+	list.Flags().IntVar(&opt.Limit, "limit", 20, "number of sessions")
+	list.Flags().IntVar(&opt.Offset, "offset", 0, "sessions to skip")
+
+	var conversation bool
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one session (with --conversation, its replay format)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			s, err := st.Sessions().Get(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if conversation {
+				conv, err := st.Messages().Conversation(cmd.Context(), s.ID, repo.ConversationOptions{})
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					return a.printJSON(conv)
+				}
+				for _, it := range conv {
+					fmt.Fprintf(a.out, "[%s] %s\n", it.Role, contentLine(it.Content))
+				}
+				return nil
+			}
+			if a.jsonOut {
+				return a.printJSON(s)
+			}
+			tw := tabwriter.NewWriter(a.out, 0, 2, 2, ' ', 0)
+			for _, kv := range [][2]string{
+				{"id", s.ID}, {"source", s.Source}, {"title", deref(s.Title)}, {"model", deref(s.Model)},
+				{"started", s.StartedAt.Time().Local().Format(time.DateTime)}, {"ended", endedText(s)},
+				{"parent", deref(s.ParentSessionID)}, {"messages", fmt.Sprint(s.MessageCount)},
+				{"tool calls", fmt.Sprint(s.ToolCallCount)},
+				{"tokens in/out", fmt.Sprintf("%d / %d", s.InputTokens, s.OutputTokens)},
+			} {
+				fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+			}
+			return tw.Flush()
+		},
+	}
+	show.Flags().BoolVar(&conversation, "conversation", false, "print the OpenAI conversation format Hermes replays")
+	c.AddCommand(list, show)
+	return c
+}
+
+func messagesCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "messages ID",
+		Short: "Print the active messages of a session in order",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			ms, err := st.Messages().List(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(ms)
+			}
+			for _, m := range ms {
+				line := contentLine(m.DecodedContent())
+				if m.ToolName != nil {
+					line = "(" + *m.ToolName + ") " + line
+				}
+				if n := models.ToolCallCount(m.ToolCalls); n > 0 {
+					line += fmt.Sprintf(" [%d tool call(s)]", n)
+				}
+				fmt.Fprintf(a.out, "#%d %s %s: %s\n", m.ID, m.Timestamp.Time().Local().Format(time.DateTime), m.Role, line)
+			}
+			return nil
+		},
+	}
+}
+
+func migrateCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Bring the store to the current schema (Open does this too) and report the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			v, err := st.SchemaVersion(cmd.Context())
+			if err != nil {
+				return err
+			}
+			pending, err := st.MigrationsPending(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return a.printJSON(map[string]any{"path": st.Path(), "schema_version": v, "pending": pending, "sqlite_version": st.SQLiteVersion(), "journal_mode": st.JournalMode()})
+			}
+			fmt.Fprintf(a.out, "%s: Hermes schema version %d, %d migrations pending, SQLite %s, journal %s\n", st.Path(), v, len(pending), st.SQLiteVersion(), st.JournalMode())
+			return nil
+		},
+	}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func endedText(s *models.Session) string {
+	if s.EndedAt == nil {
+		return "open"
+	}
+	return s.EndedAt.Time().Local().Format(time.DateTime) + " (" + deref(s.EndReason) + ")"
+}
+
+func contentLine(v any) string {
+	switch c := v.(type) {
+	case nil:
+		return "<no content>"
+	case string:
+		s := strings.ReplaceAll(c, "\n", " ")
+		if r := []rune(s); len(r) > 120 {
+			s = string(r[:117]) + "..."
+		}
+		return s
+	default:
+		return "[multimodal content]"
+	}
+}
