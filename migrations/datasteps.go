@@ -157,9 +157,9 @@ WHERE COALESCE(s.input_tokens, 0) + COALESCE(s.output_tokens, 0) + COALESCE(s.ca
 ORDER BY s.rowid`
 
 // stepV20UsageSeed is Hermes data step 20: every session whose five token
-// counters sum above zero gets one main-loop (task '') usage row seeded
+// counters sum above zero gets one main-loop usage row (empty task) seeded
 // from its totals. The key is COALESCE(model, 'unknown') and the stored
-// billing route with NULL parts as ''; first_seen = started_at, last_seen =
+// billing route with NULL parts as empty strings; first_seen = started_at, last_seen =
 // COALESCE(ended_at, started_at). Existing rows under the same key win.
 func stepV20UsageSeed(tx *gorm.DB) error {
 	if err := tx.Exec(usageSeedSQL).Error; err != nil {

@@ -141,11 +141,13 @@ func dsOpenCopy(t *testing.T, name string) *gorm.DB {
 
 func dsAddV30Shape(t *testing.T, db *gorm.DB, v30 *dsFixture) {
 	t.Helper()
+	ordinary := map[string]bool{}
 	for _, o := range v30.SQLiteMaster {
 		if o.Type != "table" || o.SQL == nil || strings.HasPrefix(o.Name, "sqlite_") ||
 			!strings.HasPrefix(*o.SQL, "CREATE TABLE "+o.Name+" ") {
 			continue // FTS and shadow tables are not what these steps need
 		}
+		ordinary[o.Name] = true
 		var n int64
 		db.Raw("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", o.Name).Scan(&n)
 		if n == 0 {
@@ -155,6 +157,9 @@ func dsAddV30Shape(t *testing.T, db *gorm.DB, v30 *dsFixture) {
 		}
 	}
 	for table, cols := range v30.TableInfo {
+		if !ordinary[table] {
+			continue
+		}
 		have := dsColumns(t, db, table)
 		if len(have) == 0 {
 			continue
@@ -320,7 +325,7 @@ func TestDataStepV16Rules(t *testing.T) {
 		started, ended                           float64
 		messages                                 int
 		modelConfig                              *string
-		toolRow                                  bool
+		toolRow, emptyKey                        bool
 	}
 	s := func(v string) *string { return &v }
 	rows := []sess{
@@ -343,6 +348,8 @@ func TestDataStepV16Rules(t *testing.T) {
 		{id: "c_reset_no_key", parent: "p_reset", started: 250},
 		{id: "c_idle_same_key", parent: "p_idle", sessionKey: "k9", started: 250},
 		{id: "c_comp", parent: "p_comp", started: 250},
+		{id: "p_reset_empty", endReason: "session_reset", emptyKey: true, started: 100, ended: 200},
+		{id: "c_reset_empty_key", parent: "p_reset_empty", emptyKey: true, started: 250},
 		{id: "c_array", parent: "p_exit", started: 150, modelConfig: s(`[1, 2]`)},
 		{id: "c_malformed", parent: "p_exit", started: 150, modelConfig: s(`{bad`)},
 		{id: "c_empty_text", parent: "p_exit", started: 150, modelConfig: s(``)},
@@ -367,13 +374,17 @@ func TestDataStepV16Rules(t *testing.T) {
 		if r.ended != 0 {
 			ended = r.ended
 		}
+		var key any = nullable(r.sessionKey)
+		if r.emptyKey {
+			key = ""
+		}
 		var mc any
 		if r.modelConfig != nil {
 			mc = *r.modelConfig
 		}
 		err := db.Exec(`INSERT INTO sessions (id, source, parent_session_id, started_at, ended_at, end_reason, title, session_key, message_count, model_config)
 VALUES (?, 'cli', ?, ?, ?, ?, ?, ?, ?, ?)`, r.id, nullable(r.parent), r.started, ended, nullable(r.endReason),
-			nullable(r.title), nullable(r.sessionKey), r.messages, mc).Error
+			nullable(r.title), key, r.messages, mc).Error
 		if err != nil {
 			t.Fatalf("insert %s: %v", r.id, err)
 		}
@@ -396,6 +407,7 @@ VALUES (?, 'tool', 'ok', 'call_1', 'terminal', ?)`, r.id, r.started+1).Error; er
 		// reset heuristics need the same non-empty key on both rows
 		"c_reset_other_key": `{"_delegate_from": "p_reset"}`,
 		"c_reset_no_key":    `{"_delegate_from": "p_reset"}`,
+		"c_reset_empty_key": `{"_delegate_from": "p_reset_empty"}`,
 	}
 	const fixtureChild = "20260105_091800_sub777"
 
