@@ -93,8 +93,24 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	if err != nil {
 		return models.Wrap(models.ErrStorage, op, err, "")
 	}
-	// One writer connection: writes of this process queue in Go instead of
-	// contending for the file lock, and BEGIN IMMEDIATE takes the lock first.
+	// Connection pool (the documented choice):
+	//   - Writer: exactly one connection. SQLite admits one writer per file
+	//     anyway; with one connection the writes of this process queue in
+	//     Go (database/sql's pool wait, FIFO, no busy polling) instead of
+	//     contending with each other for the file lock, and only other
+	//     processes ever meet SQLITE_BUSY. Its BEGIN is BEGIN IMMEDIATE
+	//     (_txlock=immediate), so the lock is taken, and waited for, at
+	//     BEGIN; busy timeout BusyTimeout (1 s), beyond which Write retries
+	//     with jitter within the budget of the kind of write.
+	//   - Readers (WAL mode only): ReadPoolSize (default 4) query_only
+	//     connections with a 5 s busy timeout. In WAL a reader works on a
+	//     snapshot and never waits for the writer, so reads of this process
+	//     do not queue behind its writes. Four covers the concurrent readers
+	//     of one agent process (gateway, dashboard, search) without holding
+	//     many old snapshots that keep checkpoints from finishing.
+	//   - Rollback-journal mode (delete): reads use the writer connection,
+	//     since readers and the writer exclude each other at the file level
+	//     there and extra connections would only add lock contention.
 	sqlDB.SetMaxOpenConns(1)
 	sqlDB.SetMaxIdleConns(1)
 	sqlDB.SetConnMaxLifetime(0)

@@ -73,11 +73,20 @@ func (d *DB) budget(k sqlitex.Kind) time.Duration {
 	return k.Budget()
 }
 
-// Write runs fn in one write transaction (BEGIN IMMEDIATE on SQLite),
-// retrying the whole transaction on lock errors with jitter within the
-// budget of kind. It returns fn's error mapped to a *models.Error: ErrBusy
-// when the budget ran out, ErrCorrupt when the file is damaged (and every
-// later write then fails fast), ErrClosed after Close.
+// Write runs fn in one write transaction (BEGIN IMMEDIATE on SQLite, so the
+// write lock is taken at BEGIN, where SQLite's busy handler waits for it,
+// and never at the first INSERT of a deferred transaction, where a snapshot
+// taken before another process committed fails at once with
+// SQLITE_BUSY_SNAPSHOT). The whole transaction is retried on lock errors
+// (SQLITE_BUSY / SQLITE_LOCKED, any extended code) with random jitter,
+// within the budget of kind; a disk I/O error raised by BEGIN itself is
+// retried once.
+//
+// It returns fn's error mapped to a *models.Error: ErrBusy wrapping the last
+// lock error when the budget ran out (and a warning is logged with how long
+// the write waited), ErrCorrupt when the file is damaged (every later write
+// then fails fast), ErrClosed after Close, the context's error when ctx
+// ends. fn may run more than once; it must not keep state between attempts.
 func (d *DB) Write(ctx context.Context, kind sqlitex.Kind, op string, fn func(tx *gorm.DB) error) error {
 	if d.closed.Load() {
 		return models.Errorf(models.ErrClosed, op, "the store is closed")
@@ -85,13 +94,18 @@ func (d *DB) Write(ctx context.Context, kind sqlitex.Kind, op string, fn func(tx
 	if c := d.Corrupt(); c != nil {
 		return models.Wrap(models.ErrCorrupt, op, c, "an earlier write found the database file damaged; run `hermes-state doctor`")
 	}
-	res, err := sqlitex.Retry(ctx, d.budget(kind), func() error {
-		return d.W.WithContext(ctx).Transaction(fn)
+	budget := d.budget(kind)
+	res, err := sqlitex.Retry(ctx, budget, func() error {
+		return d.attempt(ctx, fn)
 	})
 	if err != nil {
 		if sqlitex.IsLock(err) {
-			d.logger().Warn("hermesstate: write gave up on a held lock", "op", op, "kind", kind.String(), "waited", res.Waited.Round(time.Millisecond), "attempts", res.Attempts)
-			return models.Wrap(models.ErrBusy, op, err, fmt.Sprintf("another process held the state.db write lock for %s (%d attempts, %s budget)", res.Waited.Round(time.Millisecond), res.Attempts, kind))
+			waited := res.Waited.Round(time.Millisecond)
+			d.logger().Warn("hermesstate: write gave up on a held lock", "op", op, "kind", kind.String(),
+				"waited", waited, "attempts", res.Attempts, "budget", budget)
+			return models.Wrap(models.ErrBusy, op, err, fmt.Sprintf(
+				"another process held the state.db write lock for %s (%d attempts, %s budget of %s); the write was not saved",
+				waited, res.Attempts, kind, budget))
 		}
 		if sqlitex.IsCorrupt(err) {
 			e := err
@@ -105,6 +119,53 @@ func (d *DB) Write(ctx context.Context, kind sqlitex.Kind, op string, fn func(tx
 	n := d.writes.Add(1)
 	if d.AfterWrite != nil {
 		d.AfterWrite(n)
+	}
+	return nil
+}
+
+// attempt runs fn once inside BEGIN ... COMMIT on the writer. After a
+// failed COMMIT (SQLITE_BUSY in rollback-journal mode while readers hold
+// SHARED locks) SQLite keeps the transaction open while database/sql has
+// already returned the connection to the pool; attempt then issues an
+// explicit ROLLBACK on it, so the retry starts a fresh transaction instead
+// of failing with "cannot start a transaction within a transaction" and
+// keeping the lock.
+func (d *DB) attempt(ctx context.Context, fn func(tx *gorm.DB) error) (err error) {
+	w := d.W.WithContext(ctx)
+	tx := w.Begin()
+	if tx.Error != nil && d.Dialect == SQLite && sqlitex.IsIOErr(tx.Error) {
+		// One retry for a disk I/O error raised by BEGIN IMMEDIATE itself
+		// (transient on some virtualised block devices).
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		tx = w.Begin()
+	}
+	if tx.Error != nil {
+		return tx.Error
+	}
+	done := false
+	defer func() {
+		if !done {
+			// fn failed or panicked: roll back (the panic goes on).
+			tx.Rollback()
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	done = true
+	if err := tx.Commit().Error; err != nil {
+		if d.Dialect == SQLite {
+			// Error ignored: "no transaction is active" when SQLite did
+			// end the transaction itself.
+			d.W.Exec("ROLLBACK")
+		}
+		return err
 	}
 	return nil
 }
