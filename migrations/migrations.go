@@ -252,6 +252,9 @@ func baseline(tx *gorm.DB) error {
 			return err
 		}
 	}
+	if err := qualifyLegacyFTSTriggers(tx); err != nil {
+		return err
+	}
 	// Hermes step 12, run on every Hermes open.
 	if err := tx.Exec("UPDATE messages SET active = 1 WHERE active IS NULL").Error; err != nil {
 		return err

@@ -1,0 +1,30 @@
+package sqlitex
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestWALResetBugVersions(t *testing.T) {
+	for v, bad := range map[string]bool{
+		"3.6.23": false, "3.7.0": true, "3.40.1": true, "3.41.2": true, "3.44.5": true, "3.44.6": false,
+		"3.44.9": false, "3.45.0": true, "3.50.6": true, "3.50.7": false, "3.51.2": true, "3.51.3": false,
+		"3.53.3": false, "4.0.0": false,
+	} {
+		pv, err := ParseVersion(v)
+		require.NoError(t, err, v)
+		require.Equal(t, bad, pv.HasWALResetBug(), v)
+		err = CheckWAL(v)
+		if bad {
+			require.ErrorIs(t, err, ErrVulnerableSQLite, v)
+			require.Contains(t, err.Error(), v)
+		} else {
+			require.NoError(t, err, v)
+		}
+	}
+	for _, v := range []string{"", "3", "x.y.z", "3.-1.0", "3.4.5.6"} {
+		require.Error(t, CheckWAL(v), v)
+	}
+}
+

@@ -1,0 +1,5 @@
+package hermesstate_test
+
+import "syscall"
+
+func syscallUmask(m int) int { return syscall.Umask(m) }
