@@ -18,7 +18,20 @@ import (
 	"gorm.io/gorm/logger"
 )
 
-const dsFixtureDir = "../../shared/fixtures"
+// dsFixtureDir is ../shared/fixtures beside the repository (or
+// $HERMESSTATE_FIXTURES); git worktrees one level deeper look further up.
+var dsFixtureDir = func() string {
+	if d := os.Getenv("HERMESSTATE_FIXTURES"); d != "" {
+		return d
+	}
+	for _, up := range []string{"../..", "../../..", "../../../.."} {
+		d := filepath.Join(up, "shared", "fixtures")
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return "../../shared/fixtures"
+}()
 
 // dsFixture is the part of a Hermes *.expected.json these tests read.
 type dsFixture struct {

@@ -27,4 +27,3 @@ func TestWALResetBugVersions(t *testing.T) {
 		require.Error(t, CheckWAL(v), v)
 	}
 }
-
