@@ -1,0 +1,16 @@
+package hermesstate
+
+import "github.com/hermesstate/hermesstate/repo"
+
+// Titles returns the title repository (set/clear, resolve, next in lineage).
+func (s *Store) Titles() repo.Titles { return repo.NewTitles(s.db) }
+
+// Meta returns the state_meta repository.
+func (s *Store) Meta() repo.Meta { return repo.NewMeta(s.db) }
+
+// Routing returns the gateway_routing repository.
+func (s *Store) Routing() repo.Routing { return repo.NewRouting(s.db) }
+
+// Lineage returns the lineage repository (parent chains, compression tips,
+// id resolution, lineage-wide archived/pinned/hidden flags).
+func (s *Store) Lineage() repo.Lineage { return repo.NewLineage(s.db) }

@@ -1,0 +1,326 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
+	"github.com/hermesstate/hermesstate/models"
+)
+
+// maxLineageDepth bounds every walk over parent_session_id, so a corrupt
+// cycle cannot loop forever.
+const maxLineageDepth = 1000
+
+// Lineage navigates parent_session_id chains: compression continuations,
+// branches, resets and delegate (subagent) runs all point at their parent.
+type Lineage interface {
+	// Ancestors returns the parent chain of id, nearest first (every kind
+	// of parent edge). ErrNotFound when id does not exist.
+	Ancestors(ctx context.Context, id string) ([]string, error)
+	// Descendants returns every session below id (children, grandchildren,
+	// ...), breadth first, ordered by started_at within a level.
+	// ErrNotFound when id does not exist.
+	Descendants(ctx context.Context, id string) ([]string, error)
+	// CompressionTip returns the live end of id's compression chain: while
+	// the session ended with "compression", follow its newest continuation
+	// child (not a delegate, branch or reset child, not a tool session). A
+	// session that is not compressed is its own tip. ErrNotFound when id
+	// does not exist.
+	CompressionTip(ctx context.Context, id string) (string, error)
+	// CompressionChain returns the whole compression lineage id belongs
+	// to, from its root (the first compression ancestor) to the tip.
+	CompressionChain(ctx context.Context, id string) ([]string, error)
+	// ResolveID returns id when it exists, else the one session whose id
+	// starts with it. ErrNotFound when nothing matches, ErrConflict when
+	// the prefix is ambiguous.
+	ResolveID(ctx context.Context, idOrPrefix string) (string, error)
+	// ResolveResume resolves idOrPrefix like ResolveID and returns the
+	// compression tip of the match: the session a resume continues.
+	ResolveResume(ctx context.Context, idOrPrefix string) (string, error)
+	// SetArchived, SetPinned and SetHidden set the flag on the whole
+	// compression lineage of id (pinning also unhides, except a hidden
+	// canonical "Bot Chat"). They report whether a row changed.
+	SetArchived(ctx context.Context, id string, on bool) (bool, error)
+	SetPinned(ctx context.Context, id string, on bool) (bool, error)
+	SetHidden(ctx context.Context, id string, on bool) (bool, error)
+}
+
+type lineageRepo struct{ db *DB }
+
+// NewLineage returns the GORM implementation of Lineage.
+func NewLineage(db *DB) Lineage { return &lineageRepo{db} }
+
+// jsonMarker is the SQL expression of key in the JSON object column col
+// (NULL when col is NULL, not JSON, or lacks the key). SQLite: json_extract
+// guarded by json_valid; PostgreSQL: jsonb ->> guarded by a shape check.
+func (d *DB) jsonMarker(col, key string) string {
+	if d.Dialect == Postgres {
+		return fmt.Sprintf(`(CASE WHEN %[1]s ~ '^\s*\{' THEN (%[1]s::jsonb ->> '%[2]s') END)`, col, key)
+	}
+	return fmt.Sprintf(`json_extract(CASE WHEN json_valid(%[1]s) THEN %[1]s ELSE '{}' END, '$.%[2]s')`, col, key)
+}
+
+// continuationEdge is the SQL predicate "session c continues compressed
+// session p" (aliases p and c).
+func (d *DB) continuationEdge(p, c string) string {
+	return fmt.Sprintf(`%[1]s.end_reason = 'compression' AND %[2]s.parent_session_id = %[1]s.id
+		AND %[3]s IS NULL AND %[4]s IS NULL AND %[5]s IS NULL AND COALESCE(%[2]s.source, '') <> 'tool'`,
+		p, c, d.jsonMarker(c+".model_config", "_delegate_from"), d.jsonMarker(c+".model_config", "_branched_from"),
+		d.jsonMarker(c+".model_config", "_reset_from"))
+}
+
+// nextContinuation is a scalar subquery: the newest continuation of the
+// session whose id is the SQL expression pid, NULL when none.
+func (d *DB) nextContinuation(pid string) string {
+	return fmt.Sprintf(`(SELECT nc.id FROM sessions np JOIN sessions nc ON %s
+		WHERE np.id = %s ORDER BY nc.started_at DESC, nc.id DESC LIMIT 1)`, d.continuationEdge("np", "nc"), pid)
+}
+
+// tipCTE returns the recursive CTE "name(root_id, cur_id, depth)" walking
+// each seed id (rows of seedSQL, one column id) forward along compression
+// continuations. The tip of a root is its row with the greatest depth.
+func (d *DB) tipCTE(name, seedSQL string) string {
+	return fmt.Sprintf(`%[1]s(root_id, cur_id, depth) AS (
+		SELECT id, id, 0 FROM (%[2]s) seed
+		UNION ALL
+		SELECT w.root_id, %[3]s, w.depth + 1 FROM %[1]s w
+		WHERE w.depth < %[4]d AND %[3]s IS NOT NULL
+	)`, name, seedSQL, d.nextContinuation("w.cur_id"), maxLineageDepth)
+}
+
+func (r *lineageRepo) exists(tx *gorm.DB, op, id string) error {
+	ok, err := sessionExists(tx, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return models.Errorf(models.ErrNotFound, op, "session %q does not exist", id)
+	}
+	return nil
+}
+
+func (r *lineageRepo) Ancestors(ctx context.Context, id string) ([]string, error) {
+	const op = "lineage.ancestors"
+	if err := checkID(op, id); err != nil {
+		return nil, err
+	}
+	return Read(ctx, r.db, op, func(tx *gorm.DB) ([]string, error) {
+		if err := r.exists(tx, op, id); err != nil {
+			return nil, err
+		}
+		out := []string{}
+		err := tx.Raw(fmt.Sprintf(`WITH RECURSIVE up(id, depth) AS (
+				SELECT parent_session_id, 1 FROM sessions WHERE id = ? AND parent_session_id IS NOT NULL
+				UNION
+				SELECT s.parent_session_id, up.depth + 1 FROM up JOIN sessions s ON s.id = up.id
+				WHERE s.parent_session_id IS NOT NULL AND up.depth < %d
+			)
+			SELECT id FROM up GROUP BY id ORDER BY MIN(depth)`, maxLineageDepth), id).Scan(&out).Error
+		return dropSelf(out, id), err
+	})
+}
+
+func dropSelf(ids []string, id string) []string {
+	out := ids[:0]
+	for _, x := range ids {
+		if x != id {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (r *lineageRepo) Descendants(ctx context.Context, id string) ([]string, error) {
+	const op = "lineage.descendants"
+	if err := checkID(op, id); err != nil {
+		return nil, err
+	}
+	return Read(ctx, r.db, op, func(tx *gorm.DB) ([]string, error) {
+		if err := r.exists(tx, op, id); err != nil {
+			return nil, err
+		}
+		out := []string{}
+		err := tx.Raw(fmt.Sprintf(`WITH RECURSIVE down(id, depth) AS (
+				SELECT ?, 0
+				UNION
+				SELECT s.id, down.depth + 1 FROM down JOIN sessions s ON s.parent_session_id = down.id
+				WHERE down.depth < %d
+			)
+			SELECT d.id FROM down d JOIN sessions s ON s.id = d.id WHERE d.id <> ?
+			GROUP BY d.id ORDER BY MIN(d.depth), MIN(s.started_at), d.id`, maxLineageDepth), id, id).Scan(&out).Error
+		return out, err
+	})
+}
+
+func compressionTip(tx *gorm.DB, d *DB, id string) (string, error) {
+	var tips []string
+	err := tx.Raw(`WITH RECURSIVE `+d.tipCTE("walk", "SELECT ? AS id")+`
+		SELECT cur_id FROM walk ORDER BY depth DESC LIMIT 1`, id).Scan(&tips).Error
+	if err != nil || len(tips) == 0 {
+		return id, err
+	}
+	return tips[0], nil
+}
+
+func (r *lineageRepo) CompressionTip(ctx context.Context, id string) (string, error) {
+	const op = "lineage.compression_tip"
+	if err := checkID(op, id); err != nil {
+		return "", err
+	}
+	return Read(ctx, r.db, op, func(tx *gorm.DB) (string, error) {
+		if err := r.exists(tx, op, id); err != nil {
+			return "", err
+		}
+		return compressionTip(tx, r.db, id)
+	})
+}
+
+// compressionRoot walks compression ancestors of id up to the first one.
+func compressionRoot(tx *gorm.DB, d *DB, id string) (string, error) {
+	var roots []string
+	err := tx.Raw(fmt.Sprintf(`WITH RECURSIVE up(id, depth) AS (
+			SELECT ?, 0
+			UNION ALL
+			SELECT p.id, up.depth + 1 FROM up
+			JOIN sessions c ON c.id = up.id
+			JOIN sessions p ON %s
+			WHERE up.depth < %d
+		)
+		SELECT id FROM up ORDER BY depth DESC LIMIT 1`, d.continuationEdge("p", "c"), maxLineageDepth), id).Scan(&roots).Error
+	if err != nil || len(roots) == 0 {
+		return id, err
+	}
+	return roots[0], nil
+}
+
+func (r *lineageRepo) CompressionChain(ctx context.Context, id string) ([]string, error) {
+	const op = "lineage.compression_chain"
+	if err := checkID(op, id); err != nil {
+		return nil, err
+	}
+	return Read(ctx, r.db, op, func(tx *gorm.DB) ([]string, error) {
+		if err := r.exists(tx, op, id); err != nil {
+			return nil, err
+		}
+		root, err := compressionRoot(tx, r.db, id)
+		if err != nil {
+			return nil, err
+		}
+		out := []string{}
+		err = tx.Raw(`WITH RECURSIVE `+r.db.tipCTE("walk", "SELECT ? AS id")+`
+			SELECT cur_id FROM walk ORDER BY depth`, root).Scan(&out).Error
+		return out, err
+	})
+}
+
+func resolveID(tx *gorm.DB, op, s string) (string, error) {
+	ok, err := sessionExists(tx, s)
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		return s, nil
+	}
+	var ids []string
+	if err := tx.Model(&models.Session{}).Where("id LIKE ? ESCAPE '\\'", EscapeLike(s)+"%").
+		Order("started_at DESC").Limit(2).Pluck("id", &ids).Error; err != nil {
+		return "", err
+	}
+	switch len(ids) {
+	case 0:
+		return "", models.Errorf(models.ErrNotFound, op, "no session id starts with %q", s)
+	case 1:
+		return ids[0], nil
+	}
+	return "", models.Errorf(models.ErrConflict, op, "%q matches several sessions; give more of the id", s)
+}
+
+func (r *lineageRepo) ResolveID(ctx context.Context, s string) (string, error) {
+	const op = "lineage.resolve_id"
+	if err := checkID(op, s); err != nil {
+		return "", err
+	}
+	return Read(ctx, r.db, op, func(tx *gorm.DB) (string, error) { return resolveID(tx, op, s) })
+}
+
+func (r *lineageRepo) ResolveResume(ctx context.Context, s string) (string, error) {
+	const op = "lineage.resolve_resume"
+	if err := checkID(op, s); err != nil {
+		return "", err
+	}
+	return Read(ctx, r.db, op, func(tx *gorm.DB) (string, error) {
+		id, err := resolveID(tx, op, s)
+		if err != nil {
+			return "", err
+		}
+		return compressionTip(tx, r.db, id)
+	})
+}
+
+// setLineageColumn sets column on every session of id's compression
+// lineage (its compression ancestors and continuations).
+func (r *lineageRepo) setLineageColumn(tx *gorm.DB, column string, id string, value any) (int64, error) {
+	edge := r.db.continuationEdge("p", "c")
+	res := tx.Exec(fmt.Sprintf(`WITH RECURSIVE
+			anc(id, depth) AS (
+				SELECT ?, 0
+				UNION
+				SELECT p.id, anc.depth + 1 FROM anc JOIN sessions c ON c.id = anc.id JOIN sessions p ON %[1]s
+				WHERE anc.depth < %[2]d
+			),
+			des(id, depth) AS (
+				SELECT ?, 0
+				UNION
+				SELECT c.id, des.depth + 1 FROM des JOIN sessions p ON p.id = des.id JOIN sessions c ON %[1]s
+				WHERE des.depth < %[2]d
+			)
+		UPDATE sessions SET %[3]s = ? WHERE id IN (SELECT id FROM anc UNION SELECT id FROM des)`, edge, maxLineageDepth, column),
+		id, id, value)
+	return res.RowsAffected, res.Error
+}
+
+func (r *lineageRepo) setFlag(ctx context.Context, op, column, id string, on bool) (bool, error) {
+	if err := checkID(op, id); err != nil {
+		return false, err
+	}
+	v := 0
+	if on {
+		v = 1
+	}
+	var n int64
+	err := r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
+		if err := r.exists(tx, op, id); err != nil {
+			return err
+		}
+		var err error
+		n, err = r.setLineageColumn(tx, column, id, v)
+		if err != nil || column != "pinned" || !on {
+			return err
+		}
+		s, err := getSession(tx, id)
+		if err != nil {
+			return err
+		}
+		if s.Hidden != 0 && deref(s.Title) == BotChatTitle {
+			return nil
+		}
+		_, err = r.setLineageColumn(tx, "hidden", id, 0)
+		return err
+	})
+	return n > 0, err
+}
+
+func (r *lineageRepo) SetArchived(ctx context.Context, id string, on bool) (bool, error) {
+	return r.setFlag(ctx, "lineage.set_archived", "archived", id, on)
+}
+
+func (r *lineageRepo) SetPinned(ctx context.Context, id string, on bool) (bool, error) {
+	return r.setFlag(ctx, "lineage.set_pinned", "pinned", id, on)
+}
+
+func (r *lineageRepo) SetHidden(ctx context.Context, id string, on bool) (bool, error) {
+	return r.setFlag(ctx, "lineage.set_hidden", "hidden", id, on)
+}
