@@ -3,10 +3,7 @@ package hermesstate_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -28,6 +25,7 @@ type apiFixture struct {
 	Extras        []apiExtra                 `json:"extras"`
 	Sessions      map[string]json.RawMessage `json:"sessions"`
 	Rows          map[string][]map[string]any
+	fx            *Fixture
 }
 
 type apiNotes struct {
@@ -76,46 +74,20 @@ func (f *apiFixture) extras(method string) []apiExtra {
 	return out
 }
 
-// fixtureDir finds the shared fixtures: $HERMESSTATE_FIXTURES, else a
-// shared/fixtures folder beside the module or any parent of it.
-func fixtureDir(t testing.TB) string {
-	if d := os.Getenv("HERMESSTATE_FIXTURES"); d != "" {
-		return d
-	}
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	for d := wd; ; d = filepath.Dir(d) {
-		for _, c := range []string{filepath.Join(d, "shared", "fixtures"), filepath.Join(d, "..", "shared", "fixtures")} {
-			if st, err := os.Stat(c); err == nil && st.IsDir() {
-				return c
-			}
-		}
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	t.Skip("Hermes fixtures not found: set HERMESSTATE_FIXTURES or put shared/fixtures beside the module")
-	return ""
-}
-
+// loadAPIFixtures decodes the parts of every fixture (LoadFixtures) these
+// tests read.
 func loadAPIFixtures(t testing.TB) []*apiFixture {
-	dir := fixtureDir(t)
-	paths, err := filepath.Glob(filepath.Join(dir, "*.expected.json"))
-	require.NoError(t, err)
-	require.NotEmpty(t, paths, "no *.expected.json in %s", dir)
-	sort.Strings(paths)
 	var out []*apiFixture
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
+	for _, fx := range LoadFixtures(t) {
+		f := &apiFixture{Name: fx.Name, DBPath: fx.DBPath, fx: fx}
+		b, err := json.Marshal(fx.Expected)
 		require.NoError(t, err)
-		f := &apiFixture{Name: strings.TrimSuffix(filepath.Base(p), ".expected.json")}
-		require.NoError(t, json.Unmarshal(b, f), p)
+		require.NoError(t, json.Unmarshal(b, f), fx.Name)
 		var rows struct {
 			Rows map[string][]map[string]any `json:"rows"`
 		}
-		require.NoError(t, json.Unmarshal(b, &rows), p)
+		require.NoError(t, json.Unmarshal(b, &rows), fx.Name)
 		f.Rows = rows.Rows
-		f.DBPath = strings.TrimSuffix(p, ".expected.json") + ".db"
 		out = append(out, f)
 	}
 	return out
@@ -123,18 +95,7 @@ func loadAPIFixtures(t testing.TB) []*apiFixture {
 
 // openFixture copies the fixture's .db into a temp dir and opens the copy.
 func openFixture(t testing.TB, f *apiFixture) *hs.Store {
-	dst := filepath.Join(t.TempDir(), "state.db")
-	src, err := os.Open(f.DBPath)
-	require.NoError(t, err)
-	defer src.Close()
-	out, err := os.Create(dst)
-	require.NoError(t, err)
-	_, err = io.Copy(out, src)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
-	st, err := hs.Open(context.Background(), hs.Config{Path: dst})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	st, _ := f.fx.Open(t)
 	return st
 }
 
