@@ -114,26 +114,31 @@ func (in *NewMessage) toRow(op, sessionID string) (*models.Message, error) {
 	if len(row.ToolCalls) > 0 && !json.Valid(row.ToolCalls) {
 		row.ToolCalls = nil
 	}
+	if err := checkJSON(op, "tool_calls", row.ToolCalls); err != nil {
+		return nil, err
+	}
 	if len(row.DisplayMetadata) > 0 {
+		if err := checkJSON(op, "display_metadata", row.DisplayMetadata); err != nil {
+			return nil, err
+		}
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(row.DisplayMetadata, &obj) != nil {
 			return nil, models.Errorf(models.ErrInvalid, op, "display_metadata must be a JSON object")
 		}
 	}
-	for f, v := range map[string][]byte{"tool_calls": row.ToolCalls, "reasoning_details": row.ReasoningDetails,
+	// The JSONText columns keep text that is not JSON as it is (Hermes
+	// stores whatever string it was given); JSON text is re-encoded.
+	for f, v := range map[string][]byte{"reasoning_details": row.ReasoningDetails,
 		"codex_reasoning_items": row.CodexReasoningItems, "codex_message_items": row.CodexMessageItems} {
-		if len(v) > MaxContentBytes {
-			return nil, models.Errorf(models.ErrInvalid, op, "%s is %d bytes; the limit is %d", f, len(v), MaxContentBytes)
-		}
-		if !jsonStringsValid(v) {
-			return nil, models.Errorf(models.ErrInvalid, op, "%s is not valid UTF-8", f)
+		if json.Valid(v) {
+			if err := checkJSON(op, f, v); err != nil {
+				return nil, err
+			}
+		} else if err := checkText(op, f, string(v)); err != nil {
+			return nil, err
 		}
 	}
 	return row, nil
-}
-
-func jsonStringsValid(b []byte) bool {
-	return len(b) == 0 || strings.ToValidUTF8(string(b), "\uFFFD") == string(b)
 }
 
 // checkAppendable returns ErrNotFound for a missing session and ErrConflict

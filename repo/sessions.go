@@ -169,6 +169,11 @@ func (r *sessionRepo) Create(ctx context.Context, in NewSession) (*models.Sessio
 			return nil, err
 		}
 	}
+	for f, v := range map[string][]byte{"model_config": in.ModelConfig, "origin_json": in.OriginJSON} {
+		if err := checkJSON(op, f, v); err != nil {
+			return nil, err
+		}
+	}
 	if in.ParentSessionID != "" {
 		if err := checkID(op, in.ParentSessionID); err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package repo
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"encoding/hex"
 	"strings"
 	"time"
@@ -76,4 +77,82 @@ func NewSessionID() string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	return time.Now().Format("20060102_150405") + "_" + hex.EncodeToString(b[:])
+}
+
+// checkJSON refuses a JSON column value that is not one valid JSON value,
+// is oversize, holds invalid UTF-8, or holds a lone UTF-16 surrogate escape
+// such as "\ud800" (valid JSON syntax, but no UTF-8 reader can decode it,
+// and Go's decoder would silently turn it into U+FFFD, so it could not be
+// read back as written). An empty value is NULL and passes.
+func checkJSON(op, field string, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if len(b) > MaxContentBytes {
+		return models.Errorf(models.ErrInvalid, op, "%s is %d bytes; the limit is %d", field, len(b), MaxContentBytes)
+	}
+	if !utf8.Valid(b) {
+		return models.Errorf(models.ErrInvalid, op, "%s is not valid UTF-8", field)
+	}
+	if !json.Valid(b) {
+		return models.Errorf(models.ErrInvalid, op, "%s is not valid JSON", field)
+	}
+	if off := loneSurrogate(b); off >= 0 {
+		return models.Errorf(models.ErrInvalid, op, "%s holds a lone UTF-16 surrogate escape (%s at byte %d), which cannot be stored as UTF-8 text; replace it (for example with \\ufffd)", field, b[off:off+6], off)
+	}
+	return nil
+}
+
+// loneSurrogate returns the offset of the first \uD800–\uDFFF escape in
+// the JSON text b that is not part of a high+low surrogate pair, or -1.
+// b must be valid JSON (backslashes occur only inside strings).
+func loneSurrogate(b []byte) int {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			continue
+		}
+		if b[i+1] != 'u' {
+			i++ // skip the escaped character (\\ \" \n ...)
+			continue
+		}
+		r, ok := hex4(b, i+2)
+		if !ok {
+			return i
+		}
+		switch {
+		case r >= 0xD800 && r <= 0xDBFF:
+			if i+11 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+				if lo, ok := hex4(b, i+8); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+					i += 11
+					continue
+				}
+			}
+			return i
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return i
+		}
+		i += 5
+	}
+	return -1
+}
+
+func hex4(b []byte, at int) (rune, bool) {
+	if at+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[at : at+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c-'a') + 10
+		case c >= 'A' && c <= 'F':
+			r |= rune(c-'A') + 10
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
