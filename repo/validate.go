@@ -2,8 +2,8 @@ package repo
 
 import (
 	"crypto/rand"
-	"encoding/json"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"time"
 	"unicode/utf8"
