@@ -14,3 +14,7 @@ func (s *Store) Routing() repo.Routing { return repo.NewRouting(s.db) }
 // Lineage returns the lineage repository (parent chains, compression tips,
 // id resolution, lineage-wide archived/pinned/hidden flags).
 func (s *Store) Lineage() repo.Lineage { return repo.NewLineage(s.db) }
+
+// Listing returns the listing repository (rich listing with previews,
+// recent activity, counts).
+func (s *Store) Listing() repo.Listing { return repo.NewListing(s.db) }

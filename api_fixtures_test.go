@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermesstate/hermesstate/models"
+
 	hs "github.com/hermesstate/hermesstate"
 )
 
@@ -129,4 +131,36 @@ func subsetEq(t testing.TB, want map[string]any, got any, where string) {
 		require.Contains(t, g, k, where)
 		require.Equal(t, wv, g[k], "%s: key %s", where, k)
 	}
+}
+
+// upgraded adjusts a row Hermes returned before our migrations ran to what
+// the upgraded file holds: migration step 16 tags delegate children with
+// $._delegate_from in model_config (the rest of model_config is kept).
+func upgraded(t testing.TB, f *apiFixture, want map[string]any, got any) map[string]any {
+	t.Helper()
+	if f.SchemaVersion >= 16 {
+		return want
+	}
+	b, err := json.Marshal(got)
+	require.NoError(t, err)
+	var g struct {
+		ModelConfig *string `json:"model_config"`
+	}
+	require.NoError(t, json.Unmarshal(b, &g))
+	if g.ModelConfig == nil {
+		return want
+	}
+	tag, tagged := models.JSONGetString([]byte(*g.ModelConfig), "_delegate_from")
+	if !tagged {
+		return want
+	}
+	mc, _ := want["model_config"].(string)
+	exp, err := models.JSONSetKey([]byte(mc), "_delegate_from", tag)
+	require.NoError(t, err)
+	out := map[string]any{}
+	for k, v := range want {
+		out[k] = v
+	}
+	out["model_config"] = string(exp)
+	return out
 }

@@ -1,0 +1,518 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+
+	"github.com/hermesstate/hermesstate/models"
+)
+
+// RichOptions filters Listing.Rich, with the arguments of Hermes'
+// list_sessions_rich. The zero value lists the 20 newest visible sessions.
+type RichOptions struct {
+	// Source, else Sources, restricts the listing to those sources.
+	Source  string
+	Sources []string
+	// ExcludeSources drops sessions of these sources.
+	ExcludeSources []string
+	// CwdPrefix keeps sessions whose cwd is the prefix or under it.
+	CwdPrefix string
+	// SessionKey keeps sessions of one gateway session_key.
+	SessionKey string
+	// Limit (0 means 20) and Offset page the listing.
+	Limit, Offset int
+	// IncludeChildren also lists delegate runs and compression
+	// continuations (and then no projection is done).
+	IncludeChildren bool
+	// MinMessageCount drops sessions with fewer messages.
+	MinMessageCount int
+	// NoProjectCompressionTips shows a compression root as itself instead
+	// of projecting it onto its live tip.
+	NoProjectCompressionTips bool
+	// OrderByLastActive orders by the activity of the whole compression
+	// chain (newest first) instead of started_at.
+	OrderByLastActive bool
+	// IncludeArchived also lists archived sessions; ArchivedOnly lists only
+	// them (hidden ones included).
+	IncludeArchived, ArchivedOnly bool
+	// IncludePinned appends pinned sessions the page missed.
+	IncludePinned bool
+	// IncludeHidden also lists hidden sessions.
+	IncludeHidden bool
+}
+
+// CountOptions filters Listing.Count (Hermes' session_count); it counts the
+// same rows Rich would list without paging and without the hidden filter.
+type CountOptions struct {
+	Source          string
+	Sources         []string
+	ExcludeSources  []string
+	CwdPrefix       string
+	MinMessageCount int
+	IncludeArchived bool
+	ArchivedOnly    bool
+	// ExcludeChildren drops delegate runs and compression continuations.
+	ExcludeChildren bool
+}
+
+// RichSession is one listing row: the session (a compression root
+// projected onto its live tip) with its preview and last activity.
+type RichSession struct {
+	models.Session
+	// Preview is the head of the first real user message (60 characters
+	// and "..." when longer), "" when there is none.
+	Preview string `json:"preview"`
+	// LastActive is the newest of last_activity_at and the newest message
+	// timestamp, else started_at (epoch seconds).
+	LastActive float64 `json:"last_active"`
+	// LineageRootID is set on a projected row: the id of the compression
+	// root shown (the row's ID is the tip's).
+	LineageRootID string `json:"_lineage_root_id,omitempty"`
+	// Unread: activity postdates last_read_at (NULL last_read_at = read).
+	Unread bool `json:"unread"`
+}
+
+// Listing reads session listings: the pickers' rich listing with previews,
+// the most-recent-activity listing, and counts.
+type Listing interface {
+	// Rich returns a page of sessions with preview and last_active in one
+	// query (Hermes' list_sessions_rich): archived and hidden sessions,
+	// delegate runs and compression continuations are left out by default,
+	// newest started first; a compression root is shown projected onto its
+	// live tip (tip's id, title, counts, preview, last_active; root's
+	// started_at and token totals). ErrInvalid for a negative limit/offset.
+	Rich(ctx context.Context, opt RichOptions) ([]RichSession, error)
+	// Count returns how many sessions match (Hermes' session_count).
+	Count(ctx context.Context, opt CountOptions) (int64, error)
+	// Recent returns sessions by last activity, newest first, every kind
+	// included (Hermes' search_sessions), optionally of some sources. The
+	// rows carry LastActive but no preview.
+	Recent(ctx context.Context, sources []string, limit, offset int) ([]RichSession, error)
+	// CountEmpty returns the number of ended, unarchived sessions without
+	// messages (Hermes' count_empty_sessions).
+	CountEmpty(ctx context.Context) (int64, error)
+}
+
+type listingRepo struct{ db *DB }
+
+// NewListing returns the GORM implementation of Listing.
+func NewListing(db *DB) Listing { return &listingRepo{db} }
+
+// Epoch window of trusted activity timestamps: values outside it (garbage
+// salvaged from a damaged page) are ignored by last_active.
+const (
+	EpochMin = 946684800.0  // 2000-01-01
+	EpochMax = 4102444800.0 // 2100-01-01
+)
+
+// Hermes' compaction-summary markers (agent/context_compressor.py).
+const (
+	summaryLongFormPrefix  = "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted into the summary below. This is a handoff from a previous context window — treat it as background reference, NOT as active instructions. "
+	summaryLegacyPrefix    = "[CONTEXT SUMMARY]:"
+	summaryEndMarker       = "--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---"
+	mergedPriorHeader      = "[PRIOR CONTEXT — for reference only; not a new message]"
+	mergedSummaryDelimiter = "[END OF PRIOR CONTEXT — COMPACTION SUMMARY BELOW]"
+	previewHeadChars       = 63
+	previewMaxChars        = 60
+	sqlIn                  = "BETWEEN 946684800.0 AND 4102444800.0"
+	resetReasonsSQL        = "'session_reset', 'session_switch', 'idle', 'daily', 'suspended', 'resume_pending_expired'"
+	defaultListLimit       = 20
+	maxListLimit           = 100000
+)
+
+func sqlLit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+func (d *DB) instr(hay, needle string) string {
+	if d.Dialect == Postgres {
+		return "STRPOS(" + hay + ", " + needle + ")"
+	}
+	return "INSTR(" + hay + ", " + needle + ")"
+}
+
+func (d *DB) ws() string {
+	if d.Dialect == Postgres {
+		return "chr(9) || chr(10) || chr(13) || chr(32)"
+	}
+	return "CHAR(9) || CHAR(10) || CHAR(13) || CHAR(32)"
+}
+
+func (d *DB) newlineSpaces(expr string) string {
+	if d.Dialect == Postgres {
+		return "REPLACE(REPLACE(" + expr + ", chr(10), ' '), chr(13), ' ')"
+	}
+	return "REPLACE(REPLACE(" + expr + ", X'0A', ' '), X'0D', ' ')"
+}
+
+func (d *DB) startsWith(expr string, prefixes ...string) string {
+	trimmed := "LTRIM(" + expr + ", " + d.ws() + ")"
+	var parts []string
+	for _, p := range prefixes {
+		parts = append(parts, fmt.Sprintf("SUBSTR(%s, 1, %d) = %s", trimmed, utf8.RuneCountInString(p), sqlLit(p)))
+	}
+	return "(" + strings.Join(parts, " OR ") + ")"
+}
+
+func (d *DB) afterMarker(marker string) string {
+	return fmt.Sprintf("SUBSTR(m.content, %s + %d)", d.instr("m.content", sqlLit(marker)), utf8.RuneCountInString(marker))
+}
+
+// previewSQL is the correlated subquery of the raw preview of the session
+// alias s: the first eligible user row by (timestamp, id), cut in SQL so
+// only a short string leaves the database.
+func (d *DB) previewSQL(s string) string {
+	standalone := d.startsWith("m.content", summaryLongFormPrefix, summaryLegacyPrefix)
+	mergedAfter := d.afterMarker(mergedSummaryDelimiter)
+	merged := fmt.Sprintf("(%s > 0 AND %s)", d.instr("m.content", sqlLit(mergedSummaryDelimiter)),
+		d.startsWith(mergedAfter, summaryLongFormPrefix, summaryLegacyPrefix))
+	prior := fmt.Sprintf("TRIM(SUBSTR(m.content, 1, %s - 1), %s)", d.instr("m.content", sqlLit(mergedSummaryDelimiter)), d.ws())
+	priorL := "LTRIM(" + prior + ", " + d.ws() + ")"
+	hl := utf8.RuneCountInString(mergedPriorHeader)
+	priorUnwrapped := fmt.Sprintf("CASE WHEN SUBSTR(%[1]s, 1, %[2]d) = %[3]s THEN LTRIM(SUBSTR(%[1]s, %[4]d), %[5]s) ELSE %[6]s END",
+		priorL, hl, sqlLit(mergedPriorHeader), hl+1, d.ws(), prior)
+	remainder := d.afterMarker(summaryEndMarker)
+	eligible := fmt.Sprintf(`(COALESCE(m.display_kind, '') <> 'hidden' AND ((NOT %[1]s AND NOT %[2]s)
+		OR (%[1]s AND %[3]s > 0 AND LENGTH(TRIM(%[4]s, %[5]s)) > 0)
+		OR (%[2]s AND LENGTH(TRIM(%[6]s, %[5]s)) > 0)))`,
+		standalone, merged, d.instr("m.content", sqlLit(summaryEndMarker)), remainder, d.ws(), priorUnwrapped)
+	raw := fmt.Sprintf("CASE WHEN %s THEN %s WHEN %s THEN %s ELSE SUBSTR(%s, 1, %d) END",
+		standalone, remainder, merged, priorUnwrapped, d.newlineSpaces("m.content"), previewHeadChars)
+	return fmt.Sprintf(`COALESCE((SELECT %s FROM messages m
+		WHERE m.session_id = %s.id AND m.role = 'user' AND m.content IS NOT NULL AND %s
+		ORDER BY m.timestamp, m.id LIMIT 1), '')`, raw, s, eligible)
+}
+
+// lastActiveSQL is the last_active expression of session alias s.
+func lastActiveSQL(s string) string {
+	return fmt.Sprintf(`COALESCE((SELECT MAX(v) FROM (SELECT %[1]s.last_activity_at AS v UNION ALL
+		SELECT (SELECT MAX(am.timestamp) FROM messages am WHERE am.session_id = %[1]s.id AND am.timestamp %[2]s)) av
+		WHERE v %[2]s), CASE WHEN %[1]s.started_at %[2]s THEN %[1]s.started_at END)`, s, sqlIn)
+}
+
+// ShapePreview turns a raw preview (the head of a message) into what
+// pickers show: trimmed, newlines as spaces, cut to 60 characters plus
+// "..." when longer.
+func ShapePreview(raw string) string {
+	t := strings.TrimSpace(raw)
+	if t == "" {
+		return ""
+	}
+	t = strings.NewReplacer("\n", " ", "\r", " ").Replace(t)
+	if utf8.RuneCountInString(t) > previewMaxChars {
+		r := []rune(t)
+		return string(r[:previewMaxChars]) + "..."
+	}
+	return t
+}
+
+// listableChildSQL keeps roots and branch/reset children (alias s).
+func (d *DB) listableChildSQL() string {
+	return fmt.Sprintf(`(s.parent_session_id IS NULL
+		OR %[1]s IS NOT NULL
+		OR EXISTS (SELECT 1 FROM sessions bp WHERE bp.id = s.parent_session_id AND bp.end_reason = 'branched' AND s.started_at >= bp.ended_at)
+		OR %[2]s IS NOT NULL
+		OR EXISTS (SELECT 1 FROM sessions rp WHERE rp.id = s.parent_session_id AND rp.end_reason IN (%[3]s)
+			AND s.session_key IS NOT NULL AND s.session_key <> '' AND s.session_key = rp.session_key))
+		AND %[4]s IS NULL`,
+		d.jsonMarker("s.model_config", "_branched_from"), d.jsonMarker("s.model_config", "_reset_from"), resetReasonsSQL,
+		d.jsonMarker("s.model_config", "_delegate_from"))
+}
+
+type filter struct {
+	where []string
+	args  []any
+}
+
+func (f *filter) add(clause string, args ...any) {
+	f.where = append(f.where, clause)
+	f.args = append(f.args, args...)
+}
+
+func (f *filter) sql() string {
+	if len(f.where) == 0 {
+		return ""
+	}
+	return "WHERE " + strings.Join(f.where, " AND ")
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+func anySlice(xs []string) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
+func (d *DB) sessionFilter(excludeChildren bool, source string, sources, exclude []string, sessionKey, cwdPrefix string,
+	minMessages int, archivedOnly, includeArchived bool) *filter {
+	f := &filter{}
+	if excludeChildren {
+		f.add(d.listableChildSQL())
+	}
+	include := sources
+	if source != "" {
+		include = []string{source}
+	}
+	if len(include) > 0 {
+		f.add("s.source IN ("+placeholders(len(include))+")", anySlice(include)...)
+	}
+	if sessionKey != "" {
+		f.add("s.session_key = ?", sessionKey)
+	}
+	if len(exclude) > 0 {
+		f.add("s.source NOT IN ("+placeholders(len(exclude))+")", anySlice(exclude)...)
+	}
+	if cwdPrefix != "" {
+		p := strings.TrimRight(cwdPrefix, `/\`)
+		if p == "" {
+			p = cwdPrefix
+		}
+		e := EscapeLike(p)
+		f.add(`(s.cwd = ? OR s.cwd LIKE ? ESCAPE '\' OR s.cwd LIKE ? ESCAPE '\')`, p, e+"/%", e+`\\%`)
+	}
+	if minMessages > 0 {
+		f.add("s.message_count >= ?", minMessages)
+	}
+	switch {
+	case archivedOnly:
+		f.add("s.archived = 1")
+	case !includeArchived:
+		f.add("s.archived = 0")
+	}
+	return f
+}
+
+func checkSources(op string, lists ...[]string) error {
+	for _, l := range lists {
+		for _, s := range l {
+			if err := checkText(op, "source", s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// richRow is one scanned listing row: the root's columns, then the tip's
+// projected columns (t_*), the resolved prompts and the computed values.
+type richRow struct {
+	models.Session `gorm:"embedded"`
+	PromptResolved *string  `gorm:"column:_prompt"`
+	Preview        string   `gorm:"column:_preview"`
+	LastActive     *float64 `gorm:"column:_last_active"`
+	TipID          *string  `gorm:"column:t_id"`
+	TipEndedAt     *models.Epoch
+	TipEndReason   *string
+	TipMsgs        int64
+	TipTools       int64
+	TipTitle       *string
+	TipModel       *string
+	TipPrompt      *string
+	TipCwd         *string
+	TipGitBranch   *string
+	TipGitRepoRoot *string
+	TipPreview     string
+	TipLastActive  *float64
+}
+
+const tipCols = `t.id AS t_id, t.ended_at AS tip_ended_at, t.end_reason AS tip_end_reason, t.message_count AS tip_msgs,
+	t.tool_call_count AS tip_tools, t.title AS tip_title, t.model AS tip_model,
+	COALESCE(tsp.prompt, t.system_prompt) AS tip_prompt, t.cwd AS tip_cwd, t.git_branch AS tip_git_branch,
+	t.git_repo_root AS tip_git_repo_root`
+
+func (row *richRow) toRich(project bool) RichSession {
+	out := RichSession{Session: row.Session, Preview: ShapePreview(row.Preview)}
+	out.SystemPrompt = row.PromptResolved
+	if row.LastActive != nil {
+		out.LastActive = *row.LastActive
+	}
+	if project && row.TipID != nil && *row.TipID != row.ID {
+		out.LineageRootID = row.ID
+		out.ID = *row.TipID
+		out.EndedAt, out.EndReason = row.TipEndedAt, row.TipEndReason
+		out.MessageCount, out.ToolCallCount = row.TipMsgs, row.TipTools
+		if row.TipTitle != nil {
+			out.Title = row.TipTitle
+		}
+		out.Model, out.SystemPrompt = row.TipModel, row.TipPrompt
+		out.Cwd, out.GitBranch, out.GitRepoRoot = row.TipCwd, row.TipGitBranch, row.TipGitRepoRoot
+		out.Preview = ShapePreview(row.TipPreview)
+		out.LastActive = 0
+		if row.TipLastActive != nil {
+			out.LastActive = *row.TipLastActive
+		}
+	}
+	if out.LastReadAt != nil {
+		out.Unread = out.LastActive > float64(*out.LastReadAt)
+	}
+	return out
+}
+
+func (r *listingRepo) Rich(ctx context.Context, opt RichOptions) ([]RichSession, error) {
+	const op = "listing.rich"
+	if opt.Limit < 0 || opt.Offset < 0 || opt.MinMessageCount < 0 {
+		return nil, models.Errorf(models.ErrInvalid, op, "limit, offset and min_message_count must not be negative")
+	}
+	if opt.Limit == 0 {
+		opt.Limit = defaultListLimit
+	}
+	if opt.Limit > maxListLimit {
+		opt.Limit = maxListLimit
+	}
+	if err := checkSources(op, []string{opt.Source, opt.SessionKey, opt.CwdPrefix}, opt.Sources, opt.ExcludeSources); err != nil {
+		return nil, err
+	}
+	d := r.db
+	f := d.sessionFilter(!opt.IncludeChildren, opt.Source, opt.Sources, opt.ExcludeSources, opt.SessionKey, opt.CwdPrefix,
+		opt.MinMessageCount, opt.ArchivedOnly, opt.IncludeArchived)
+	if !opt.IncludeHidden && !opt.ArchivedOnly {
+		f.add("s.hidden = 0")
+	}
+	project := !opt.NoProjectCompressionTips && !opt.IncludeChildren
+	return Read(ctx, d, op, func(tx *gorm.DB) ([]RichSession, error) {
+		rows, err := r.richQuery(tx, f, opt, project, false)
+		if err != nil {
+			return nil, err
+		}
+		if opt.IncludePinned {
+			pf := &filter{where: append(append([]string{}, f.where...), "s.pinned = 1"), args: f.args}
+			pinned, err := r.richQuery(tx, pf, RichOptions{}, project, true)
+			if err != nil {
+				return nil, err
+			}
+			seen := map[string]bool{}
+			for _, x := range rows {
+				seen[x.ID] = true
+			}
+			for _, x := range pinned {
+				if !seen[x.ID] {
+					seen[x.ID] = true
+					rows = append(rows, x)
+				}
+			}
+		}
+		out := make([]RichSession, len(rows))
+		for i := range rows {
+			out[i] = rows[i].toRich(project)
+		}
+		return out, nil
+	})
+}
+
+// richQuery runs the listing as one statement: the page of admitted rows
+// (ids only, from the indexes), the compression tip of each paged root (a
+// recursive walk bounded by the page), then previews and last_active for
+// the page rows alone.
+func (r *listingRepo) richQuery(tx *gorm.DB, f *filter, opt RichOptions, project, all bool) ([]richRow, error) {
+	d := r.db
+	var page string
+	args := append([]any{}, f.args...)
+	limit := ""
+	if !all {
+		limit = " LIMIT ? OFFSET ?"
+	}
+	if opt.OrderByLastActive {
+		// Activity of the whole forward compression chain of every admitted row.
+		page = fmt.Sprintf(`page AS (
+			SELECT s.id, MAX(%[1]s) AS eff, s.started_at FROM sessions s
+			LEFT JOIN chain c ON c.root_id = s.id
+			LEFT JOIN sessions cs ON cs.id = c.cur_id
+			%[2]s
+			GROUP BY s.id, s.started_at
+			ORDER BY eff DESC, s.started_at DESC, s.id DESC%[3]s
+		)`, lastActiveSQL("cs"), f.sql(), limit)
+		page = d.tipCTE("chain", "SELECT s.id FROM sessions s "+f.sql()) + ",\n" + page
+		args = append(append([]any{}, f.args...), args...)
+	} else {
+		page = fmt.Sprintf(`page AS (
+			SELECT s.id, s.started_at AS eff, s.started_at FROM sessions s %s
+			ORDER BY s.started_at DESC, s.id DESC%s
+		)`, f.sql(), limit)
+	}
+	if !all {
+		args = append(args, opt.Limit, opt.Offset)
+	}
+	tipJoin := ""
+	tipSel := ", NULL AS t_id"
+	if project {
+		page += ",\n" + d.tipCTE("walk", "SELECT p.id FROM page p JOIN sessions ps ON ps.id = p.id WHERE ps.end_reason = 'compression'") +
+			`, tips AS (SELECT w.root_id, w.cur_id FROM walk w WHERE w.depth > 0 AND w.depth = (SELECT MAX(w2.depth) FROM walk w2 WHERE w2.root_id = w.root_id))`
+		tipJoin = `LEFT JOIN tips ON tips.root_id = s.id
+			LEFT JOIN sessions t ON t.id = tips.cur_id
+			LEFT JOIN system_prompts tsp ON tsp.hash = t.system_prompt_hash`
+		tipSel = ", " + tipCols + ", CASE WHEN t.id IS NULL THEN '' ELSE " + d.previewSQL("t") + " END AS tip_preview, " +
+			"CASE WHEN t.id IS NULL THEN NULL ELSE " + lastActiveSQL("t") + " END AS tip_last_active"
+	}
+	q := fmt.Sprintf(`WITH RECURSIVE %s
+		SELECT s.*, COALESCE(sp.prompt, s.system_prompt) AS _prompt, %s AS _preview, %s AS _last_active%s
+		FROM page JOIN sessions s ON s.id = page.id
+		LEFT JOIN system_prompts sp ON sp.hash = s.system_prompt_hash
+		%s
+		ORDER BY page.eff DESC, page.started_at DESC, s.id DESC`, page, d.previewSQL("s"), lastActiveSQL("s"), tipSel, tipJoin)
+	var rows []richRow
+	if err := tx.Raw(q, args...).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+func (r *listingRepo) Count(ctx context.Context, opt CountOptions) (int64, error) {
+	const op = "listing.count"
+	if err := checkSources(op, []string{opt.Source, opt.CwdPrefix}, opt.Sources, opt.ExcludeSources); err != nil {
+		return 0, err
+	}
+	f := r.db.sessionFilter(opt.ExcludeChildren, opt.Source, opt.Sources, opt.ExcludeSources, "", opt.CwdPrefix,
+		opt.MinMessageCount, opt.ArchivedOnly, opt.IncludeArchived)
+	return Read(ctx, r.db, op, func(tx *gorm.DB) (int64, error) {
+		var n int64
+		err := tx.Raw("SELECT COUNT(*) FROM sessions s "+f.sql(), f.args...).Scan(&n).Error
+		return n, err
+	})
+}
+
+func (r *listingRepo) Recent(ctx context.Context, sources []string, limit, offset int) ([]RichSession, error) {
+	const op = "listing.recent"
+	if limit < 0 || offset < 0 {
+		return nil, models.Errorf(models.ErrInvalid, op, "limit and offset must not be negative")
+	}
+	if limit == 0 {
+		limit = defaultListLimit
+	}
+	if err := checkSources(op, sources); err != nil {
+		return nil, err
+	}
+	f := &filter{}
+	if len(sources) > 0 {
+		f.add("s.source IN ("+placeholders(len(sources))+")", anySlice(sources)...)
+	}
+	return Read(ctx, r.db, op, func(tx *gorm.DB) ([]RichSession, error) {
+		var rows []richRow
+		q := fmt.Sprintf(`SELECT s.*, COALESCE(sp.prompt, s.system_prompt) AS _prompt, %s AS _last_active
+			FROM sessions s LEFT JOIN system_prompts sp ON sp.hash = s.system_prompt_hash %s
+			ORDER BY _last_active DESC, s.started_at DESC, s.id DESC LIMIT ? OFFSET ?`, lastActiveSQL("s"), f.sql())
+		if err := tx.Raw(q, append(f.args, limit, offset)...).Scan(&rows).Error; err != nil {
+			return nil, err
+		}
+		out := make([]RichSession, len(rows))
+		for i := range rows {
+			out[i] = rows[i].toRich(false)
+		}
+		return out, nil
+	})
+}
+
+func (r *listingRepo) CountEmpty(ctx context.Context) (int64, error) {
+	return Read(ctx, r.db, "listing.count_empty", func(tx *gorm.DB) (int64, error) {
+		var n int64
+		err := tx.Raw(`SELECT COUNT(*) FROM sessions WHERE message_count = 0 AND ended_at IS NOT NULL AND archived = 0
+			AND NOT EXISTS (SELECT 1 FROM messages WHERE messages.session_id = sessions.id)`).Scan(&n).Error
+		return n, err
+	})
+}
