@@ -1,6 +1,7 @@
 package hermesstate
 
 import (
+	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,11 +21,46 @@ const (
 	JournalDelete JournalMode = "delete"
 )
 
+// Driver names the database behind a store.
+type Driver string
+
+// Drivers.
+const (
+	// DriverSQLite (default): one Hermes-compatible state.db file.
+	DriverSQLite Driver = "sqlite"
+	// DriverPostgres: a schema in a PostgreSQL database, shared by several
+	// hosts (gorm.io/driver/postgres over pgx).
+	DriverPostgres Driver = "postgres"
+)
+
 // Config configures Open. The zero value opens the default SQLite file with
 // the documented defaults.
 type Config struct {
-	// Path of the SQLite file; empty means DefaultPath().
+	// Driver selects SQLite or PostgreSQL. Empty means PostgreSQL when DSN
+	// is set or Path is a postgres:// URL, else SQLite.
+	Driver Driver
+	// Path of the SQLite file; empty means DefaultPath(). A postgres:// or
+	// postgresql:// URL here is taken as DSN.
 	Path string
+
+	// DSN is the PostgreSQL connection URL, e.g.
+	// postgres://user@host:5432/db?sslmode=disable (PostgreSQL only).
+	DSN string
+	// Schema is the PostgreSQL schema holding the tables; created when
+	// missing. Default "public". A plain identifier (letters, digits, _).
+	Schema string
+	// MaxOpenConns is the size of the PostgreSQL connection pool; default 8.
+	MaxOpenConns int
+	// MaxIdleConns is the number of idle PostgreSQL connections kept;
+	// default MaxOpenConns.
+	MaxIdleConns int
+	// ConnMaxLifetime recycles PostgreSQL connections; default 30 min.
+	ConnMaxLifetime time.Duration
+	// LockTimeout is PostgreSQL's lock_timeout for every statement; default
+	// 5 s. A write whose lock wait exceeds it is retried within its budget
+	// like a SQLite busy error, then fails with ErrBusy.
+	LockTimeout time.Duration
+
 	// JournalMode: wal (default) or delete. A file already in WAL is never
 	// switched back to delete (never live-downgrade), as Hermes does.
 	JournalMode JournalMode
@@ -74,7 +110,41 @@ func DefaultPath() string {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Path == "" {
+	if c.Driver == "" {
+		switch {
+		case c.DSN != "":
+			c.Driver = DriverPostgres
+		case isPostgresURL(c.Path):
+			c.Driver = DriverPostgres
+		default:
+			c.Driver = DriverSQLite
+		}
+	}
+	c.Driver = Driver(strings.ToLower(string(c.Driver)))
+	if c.Driver == "postgresql" || c.Driver == "pgx" {
+		c.Driver = DriverPostgres
+	}
+	if c.Driver == DriverPostgres {
+		if c.DSN == "" && isPostgresURL(c.Path) {
+			c.DSN, c.Path = c.Path, ""
+		}
+		if c.Schema == "" {
+			c.Schema = "public"
+		}
+		if c.MaxOpenConns <= 0 {
+			c.MaxOpenConns = 8
+		}
+		if c.MaxIdleConns <= 0 || c.MaxIdleConns > c.MaxOpenConns {
+			c.MaxIdleConns = c.MaxOpenConns
+		}
+		if c.ConnMaxLifetime <= 0 {
+			c.ConnMaxLifetime = 30 * time.Minute
+		}
+		if c.LockTimeout <= 0 {
+			c.LockTimeout = 5 * time.Second
+		}
+	}
+	if c.Path == "" && c.Driver == DriverSQLite {
 		c.Path = DefaultPath()
 	}
 	switch strings.ToLower(string(c.JournalMode)) {
@@ -106,3 +176,5 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+func isPostgresURL(s string) bool { return pgsql.IsDSN(s) }

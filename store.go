@@ -49,11 +49,23 @@ type Store struct {
 // returns an error wrapping ErrUnsupported when WAL is configured on a
 // SQLite build with the WAL-reset bug, ErrBusy when other processes kept the
 // file locked for the whole migration budget, ErrCorrupt when the file is
-// not a database, and ErrStorage for other failures.
+// not a database, and ErrStorage for other failures. On PostgreSQL (see
+// Config.Driver) it returns ErrInvalid for a bad DSN or schema name,
+// ErrStorage when the server cannot be reached, ErrNotFound when a
+// read-only store's schema has no tables, and ErrBusy when another host
+// held the schema's migration lock too long.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	cfg = cfg.withDefaults()
 	s := &Store{cfg: cfg}
-	if err := s.openSQLite(ctx); err != nil {
+	open := s.openSQLite
+	switch cfg.Driver {
+	case DriverSQLite:
+	case DriverPostgres:
+		open = s.openPostgres
+	default:
+		return nil, models.Errorf(models.ErrInvalid, "open", "unknown driver %q (sqlite or postgres)", cfg.Driver)
+	}
+	if err := open(ctx); err != nil {
 		s.closeHandles()
 		return nil, err
 	}
@@ -305,11 +317,17 @@ func (s *Store) Sessions() repo.Sessions { return s.sessions }
 // Messages returns the message repository.
 func (s *Store) Messages() repo.Messages { return s.messages }
 
-// Path returns the database file path.
+// Path returns the database file path ("" on PostgreSQL).
 func (s *Store) Path() string { return s.cfg.Path }
 
-// SQLiteVersion returns sqlite_version() of the linked SQLite library.
-func (s *Store) SQLiteVersion() string { return s.version }
+// SQLiteVersion returns sqlite_version() of the linked SQLite library (""
+// on PostgreSQL).
+func (s *Store) SQLiteVersion() string {
+	if s.cfg.Driver == DriverPostgres {
+		return ""
+	}
+	return s.version
+}
 
 // JournalMode returns the journal mode in effect ("wal", "delete", ...).
 func (s *Store) JournalMode() string { return s.journal }

@@ -51,12 +51,37 @@ import (
 const TableName = "hermesstate_migrations"
 
 // Migration is one gormigrate step with the Hermes version it relates to.
+//
+// The list is the same on both dialects. On PostgreSQL a step runs Postgres
+// when it is set, else nothing when SQLiteOnly is set (FTS5 objects, PRAGMA
+// work, fixes of old Hermes files, which a fresh PostgreSQL schema never
+// needs), else Apply (portable SQL). Either way its ID is recorded.
 type Migration struct {
 	ID string
 	// BelowVersion, when non-zero, makes the step run only on files whose
 	// original schema_version is below it (a Hermes data step).
 	BelowVersion int
 	Apply        func(tx *gorm.DB) error
+	// SQLiteOnly skips the step on PostgreSQL (when Postgres is nil).
+	SQLiteOnly bool
+	// Postgres, when set, replaces Apply on PostgreSQL.
+	Postgres func(tx *gorm.DB) error
+}
+
+// IsPostgres reports whether tx talks to PostgreSQL.
+func IsPostgres(tx *gorm.DB) bool { return tx.Dialector.Name() == "postgres" }
+
+// apply runs the dialect's variant of m.
+func (m Migration) apply(tx *gorm.DB) error {
+	if IsPostgres(tx) {
+		if m.Postgres != nil {
+			return m.Postgres(tx)
+		}
+		if m.SQLiteOnly {
+			return nil
+		}
+	}
+	return m.Apply(tx)
 }
 
 // Extra migrations appended by other packages of this module (FTS). They run
@@ -70,10 +95,10 @@ func Register(ms ...Migration) { extra = append(extra, ms...) }
 // List returns every migration in order.
 func List() []Migration {
 	base := []Migration{
-		{ID: "0001_hermes_v30_baseline", Apply: baseline},
-		{ID: "0002_hermes_v16_delegate_tags", BelowVersion: 16, Apply: stepV16DelegateTags},
-		{ID: "0003_hermes_v20_usage_seed", BelowVersion: 20, Apply: stepV20UsageSeed},
-		{ID: "0004_hermes_v25_system_prompts", BelowVersion: 25, Apply: stepV25SystemPrompts},
+		{ID: "0001_hermes_v30_baseline", Apply: baseline, Postgres: baselinePostgres},
+		{ID: "0002_hermes_v16_delegate_tags", BelowVersion: 16, Apply: stepV16DelegateTags, SQLiteOnly: true},
+		{ID: "0003_hermes_v20_usage_seed", BelowVersion: 20, Apply: stepV20UsageSeed, SQLiteOnly: true},
+		{ID: "0004_hermes_v25_system_prompts", BelowVersion: 25, Apply: stepV25SystemPrompts, SQLiteOnly: true},
 		{ID: "0005_hermes_v30_stamp", Apply: stampVersion},
 	}
 	return append(base, extra...)
@@ -112,25 +137,10 @@ func Run(ctx context.Context, db *gorm.DB) error {
 	if err == nil && len(pending) == 0 {
 		return nil
 	}
-	steps := make([]*gormigrate.Migration, 0, len(List()))
-	for _, m := range List() {
-		m := m
-		steps = append(steps, &gormigrate.Migration{ID: m.ID, Migrate: func(tx *gorm.DB) error {
-			if m.BelowVersion > 0 {
-				orig, err := AdoptedFromVersion(tx)
-				if err != nil {
-					return err
-				}
-				if orig >= m.BelowVersion {
-					return nil
-				}
-			}
-			if err := m.Apply(tx); err != nil {
-				return fmt.Errorf("migration %s: %w", m.ID, err)
-			}
-			return nil
-		}})
+	if IsPostgres(db) {
+		return runPostgres(ctx, db)
 	}
+	steps := gormigrateSteps()
 	opts := *gormigrate.DefaultOptions
 	opts.TableName = TableName
 	opts.UseTransaction = true
@@ -147,6 +157,30 @@ func Run(ctx context.Context, db *gorm.DB) error {
 		return models.Wrap(models.ErrUnsupported, "migrate", err, "")
 	}
 	return nil
+}
+
+// gormigrateSteps wraps List for gormigrate.
+func gormigrateSteps() []*gormigrate.Migration {
+	steps := make([]*gormigrate.Migration, 0, len(List()))
+	for _, m := range List() {
+		m := m
+		steps = append(steps, &gormigrate.Migration{ID: m.ID, Migrate: func(tx *gorm.DB) error {
+			if m.BelowVersion > 0 {
+				orig, err := AdoptedFromVersion(tx)
+				if err != nil {
+					return err
+				}
+				if orig >= m.BelowVersion {
+					return nil
+				}
+			}
+			if err := m.apply(tx); err != nil {
+				return fmt.Errorf("migration %s: %w", m.ID, err)
+			}
+			return nil
+		}})
+	}
+	return steps
 }
 
 // FileVersion reads schema_version.version; 0 when the table or row is
@@ -167,12 +201,20 @@ func FileVersion(tx *gorm.DB) (int, error) {
 
 func hasTable(tx *gorm.DB, name string) bool {
 	var n int64
+	if IsPostgres(tx) {
+		tx.Raw("SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?", name).Scan(&n)
+		return n > 0
+	}
 	tx.Raw("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", name).Scan(&n)
 	return n > 0
 }
 
 func hasIndex(tx *gorm.DB, name string) bool {
 	var n int64
+	if IsPostgres(tx) {
+		tx.Raw("SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ?", name).Scan(&n)
+		return n > 0
+	}
 	tx.Raw("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?", name).Scan(&n)
 	return n > 0
 }

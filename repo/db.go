@@ -15,6 +15,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -95,17 +96,21 @@ func (d *DB) Write(ctx context.Context, kind sqlitex.Kind, op string, fn func(tx
 		return models.Wrap(models.ErrCorrupt, op, c, "an earlier write found the database file damaged; run `hermes-state doctor`")
 	}
 	budget := d.budget(kind)
-	res, err := sqlitex.Retry(ctx, budget, func() error {
+	res, err := sqlitex.RetryIf(ctx, budget, d.retryable(), func() error {
 		return d.attempt(ctx, fn)
 	})
 	if err != nil {
-		if sqlitex.IsLock(err) {
+		if d.isBusy(err) {
 			waited := res.Waited.Round(time.Millisecond)
 			d.logger().Warn("hermesstate: write gave up on a held lock", "op", op, "kind", kind.String(),
 				"waited", waited, "attempts", res.Attempts, "budget", budget)
+			what := "another process held the state.db write lock"
+			if d.Dialect == Postgres {
+				what = "other transactions held the locks this write needs (or kept failing it with deadlocks or serialization failures)"
+			}
 			return models.Wrap(models.ErrBusy, op, err, fmt.Sprintf(
-				"another process held the state.db write lock for %s (%d attempts, %s budget of %s); the write was not saved",
-				waited, res.Attempts, kind, budget))
+				"%s for %s (%d attempts, %s budget of %s); the write was not saved",
+				what, waited, res.Attempts, kind, budget))
 		}
 		if sqlitex.IsCorrupt(err) {
 			e := err
@@ -180,7 +185,7 @@ func Read[T any](ctx context.Context, d *DB, op string, fn func(tx *gorm.DB) (T,
 		return zero, models.Errorf(models.ErrClosed, op, "the store is closed")
 	}
 	var out T
-	_, err := sqlitex.Retry(ctx, 5*time.Second, func() error {
+	_, err := sqlitex.RetryIf(ctx, 5*time.Second, d.retryable(), func() error {
 		var err error
 		out, err = fn(d.R.WithContext(ctx))
 		return err
@@ -210,6 +215,12 @@ func mapErr(op string, err error) error {
 		return models.Wrap(models.ErrBusy, op, err, "database is locked")
 	case sqlitex.IsCorrupt(err):
 		return models.Wrap(models.ErrCorrupt, op, err, "the database file is damaged; run `hermes-state doctor`")
+	case pgsql.IsBusy(err):
+		return models.Wrap(models.ErrBusy, op, err, "a lock was not granted in time")
+	case pgsql.IsInvalidText(err):
+		return models.Wrap(models.ErrInvalid, op, err, "the server refused a text value")
+	case pgsql.IsConnection(err):
+		return models.Wrap(models.ErrStorage, op, err, "cannot reach the PostgreSQL server")
 	case isConstraint(err):
 		return models.Wrap(models.ErrConflict, op, err, "the write conflicts with existing data")
 	}
@@ -221,6 +232,9 @@ func isConstraint(err error) bool {
 		return c&0xff == 19 // SQLITE_CONSTRAINT
 	}
 	if errors.Is(err, gorm.ErrDuplicatedKey) || errors.Is(err, gorm.ErrForeignKeyViolated) {
+		return true
+	}
+	if pgsql.IsConstraint(err) {
 		return true
 	}
 	msg := err.Error()

@@ -193,6 +193,9 @@ func (r *messageRepo) append(ctx context.Context, op, sessionID string, ms []New
 	}
 	ids := make([]int64, len(rows))
 	err := r.db.Write(ctx, sqlitex.Transcript, op, func(tx *gorm.DB) error {
+		if err := lockSession(tx, sessionID); err != nil {
+			return err
+		}
 		if err := checkAppendable(tx, op, sessionID); err != nil {
 			return err
 		}

@@ -196,6 +196,9 @@ func (r *sessionRepo) Create(ctx context.Context, in NewSession) (*models.Sessio
 
 func createSession(tx *gorm.DB, in NewSession) (*models.Session, error) {
 	const op = "sessions.create"
+	if err := lockSession(tx, in.ID); err != nil {
+		return nil, err
+	}
 	var parent *models.Session
 	if in.ParentSessionID != "" {
 		p, err := getSession(tx, in.ParentSessionID)
@@ -379,6 +382,9 @@ func (r *sessionRepo) End(ctx context.Context, id, reason string) (bool, error) 
 	}
 	var wrote bool
 	err := r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
+		if err := lockSession(tx, id); err != nil {
+			return err
+		}
 		s, err := getSession(tx, id)
 		if err != nil {
 			return err
@@ -405,6 +411,9 @@ func (r *sessionRepo) Reopen(ctx context.Context, id string) error {
 		return err
 	}
 	return r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
+		if err := lockSession(tx, id); err != nil {
+			return err
+		}
 		p, err := getSession(tx, id)
 		if err != nil {
 			return err
@@ -460,6 +469,9 @@ func (r *sessionRepo) SetSystemPrompt(ctx context.Context, id, prompt string) er
 		return err
 	}
 	return r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
+		if err := lockSession(tx, id); err != nil {
+			return err
+		}
 		s, err := getSession(tx, id)
 		if err != nil {
 			return err

@@ -64,6 +64,9 @@ func (r *sessionRepo) UpdateTokenCounts(ctx context.Context, id string, u TokenU
 }
 
 func applyTokenUpdate(tx *gorm.DB, id string, u TokenUpdate) error {
+	if err := lockSession(tx, id); err != nil {
+		return err
+	}
 	source := u.Source
 	if source == "" {
 		source = "unknown"

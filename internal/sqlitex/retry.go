@@ -63,13 +63,20 @@ type RetryResult struct {
 // sleeping Backoff between attempts, for at most budget. On exhaustion it
 // returns the last lock error; ctx cancellation returns ctx.Err().
 func Retry(ctx context.Context, budget time.Duration, fn func() error) (RetryResult, error) {
+	return RetryIf(ctx, budget, IsLock, fn)
+}
+
+// RetryIf is Retry with another notion of a transient error: it retries fn
+// while retryable(err) holds (PostgreSQL serialization failures and
+// deadlocks, for instance), with the same backoff and budget.
+func RetryIf(ctx context.Context, budget time.Duration, retryable func(error) bool, fn func() error) (RetryResult, error) {
 	start := time.Now()
 	var res RetryResult
 	for {
 		res.Attempts++
 		err := fn()
 		res.Waited = time.Since(start)
-		if err == nil || !IsLock(err) {
+		if err == nil || !retryable(err) {
 			return res, err
 		}
 		if ctx.Err() != nil {

@@ -1,0 +1,73 @@
+// Package pgtest gives tests a fresh PostgreSQL schema per test, dropped
+// when the test ends. The server comes from $HERMESSTATE_PG_DSN; without it
+// Postgres tests skip with a message saying how to enable them, and with it
+// an unreachable server fails the test (CI sets the variable).
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EnvDSN is the environment variable naming the test server.
+const EnvDSN = "HERMESSTATE_PG_DSN"
+
+// Hint says how to enable the PostgreSQL tests.
+const Hint = "PostgreSQL tests are disabled: set " + EnvDSN + "=postgres://postgres@127.0.0.1:5432/test?sslmode=disable (a server where that user may create schemas) to run them"
+
+// DSN returns the test server's DSN, skipping t when none is configured
+// and failing it when the server does not answer.
+func DSN(t testing.TB) string {
+	t.Helper()
+	dsn := strings.TrimSpace(os.Getenv(EnvDSN))
+	if dsn == "" {
+		t.Skip(Hint)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("%s is set but the server is unreachable: %v", EnvDSN, err)
+	}
+	_ = c.Close(ctx)
+	return dsn
+}
+
+// NewSchemaName returns a fresh schema name with the given prefix.
+func NewSchemaName(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "_" + hex.EncodeToString(b[:])
+}
+
+// Schema returns the DSN and the name of a fresh schema (not created: the
+// store creates it at Open), dropped with everything in it when t ends.
+func Schema(t testing.TB) (dsn, schema string) {
+	t.Helper()
+	dsn = DSN(t)
+	schema = NewSchemaName("hs_test")
+	t.Cleanup(func() { Drop(t, dsn, schema) })
+	return dsn, schema
+}
+
+// Drop drops schema (CASCADE) if it exists.
+func Drop(t testing.TB, dsn, schema string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Errorf("drop schema %s: %v", schema, err)
+		return
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
+		t.Errorf("drop schema %s: %v", schema, err)
+	}
+}

@@ -1,0 +1,109 @@
+package hermesstate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/hermesstate/hermesstate/hooks"
+	"github.com/hermesstate/hermesstate/internal/pgsql"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
+	"github.com/hermesstate/hermesstate/migrations"
+	"github.com/hermesstate/hermesstate/models"
+	"github.com/hermesstate/hermesstate/repo"
+)
+
+// openPostgres opens the pool of a PostgreSQL store. Every connection has
+// search_path = the schema (then public), lock_timeout, and the NUL-safe
+// text codec; one pool serves reads and writes (writers run concurrently;
+// repo orders the writes of one session with advisory locks).
+func (s *Store) openPostgres(ctx context.Context) error {
+	const op = "open"
+	cfg := s.cfg
+	if cfg.DSN == "" {
+		return models.Errorf(models.ErrInvalid, op, "the PostgreSQL driver needs a DSN (postgres://user@host:port/db)")
+	}
+	if err := pgsql.CheckSchema(cfg.Schema); err != nil {
+		return models.Wrap(models.ErrInvalid, op, err, err.Error())
+	}
+	pc, err := pgsql.ParseConfig(cfg.DSN, cfg.Schema)
+	if err != nil {
+		return models.Wrap(models.ErrInvalid, op, err, "cannot parse the PostgreSQL DSN "+pgsql.Redact(cfg.DSN))
+	}
+	pc.RuntimeParams["lock_timeout"] = fmt.Sprint(cfg.LockTimeout.Milliseconds())
+	if cfg.ReadOnly {
+		pc.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	if pc.ConnectTimeout == 0 {
+		pc.ConnectTimeout = 10 * time.Second
+	}
+	sqlDB := pgsql.OpenDB(*pc)
+	sqlDB.SetMaxOpenConns(cfg.MaxOpenConns)
+	sqlDB.SetMaxIdleConns(cfg.MaxIdleConns)
+	sqlDB.SetConnMaxLifetime(cfg.ConnMaxLifetime)
+	g, err := gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		_ = sqlDB.Close()
+		return models.Wrap(models.ErrStorage, op, err, "cannot open "+pgsql.Redact(cfg.DSN))
+	}
+	s.db = &repo.DB{W: g, R: g, Dialect: repo.Postgres, Log: cfg.Logger, Budgets: map[sqlitex.Kind]time.Duration{
+		sqlitex.Routine: cfg.WriteBudgets.Routine, sqlitex.Transcript: cfg.WriteBudgets.Transcript, sqlitex.Activity: cfg.WriteBudgets.Activity}}
+	if err := g.WithContext(ctx).Raw("SHOW server_version").Scan(&s.version).Error; err != nil {
+		return models.Wrap(models.ErrStorage, op, err, "cannot reach PostgreSQL at "+pgsql.Redact(cfg.DSN))
+	}
+	if !cfg.ReadOnly {
+		if err := hooks.Register(g); err != nil {
+			return models.Wrap(models.ErrStorage, op, err, "")
+		}
+		if err := migrations.RunPostgres(ctx, g, cfg.Schema); err != nil {
+			return err
+		}
+	} else {
+		var n int64
+		if err := g.WithContext(ctx).Raw("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = 'sessions'", cfg.Schema).Scan(&n).Error; err != nil {
+			return models.Wrap(models.ErrStorage, op, err, "")
+		}
+		if n == 0 {
+			return models.Errorf(models.ErrNotFound, op, "schema %s of %s holds no store", cfg.Schema, pgsql.Redact(cfg.DSN))
+		}
+	}
+	s.sessions = repo.NewSessions(s.db)
+	s.messages = repo.NewMessages(s.db)
+	return nil
+}
+
+// Driver returns the database kind of the store.
+func (s *Store) Driver() Driver { return s.cfg.Driver }
+
+// Schema returns the PostgreSQL schema ("" on SQLite).
+func (s *Store) Schema() string {
+	if s.cfg.Driver != DriverPostgres {
+		return ""
+	}
+	return s.cfg.Schema
+}
+
+// ServerVersion returns the PostgreSQL server_version ("" on SQLite).
+func (s *Store) ServerVersion() string {
+	if s.cfg.Driver != DriverPostgres {
+		return ""
+	}
+	return s.version
+}
+
+// Location describes where the store lives, for messages: the file path,
+// or the DSN without its password plus the schema.
+func (s *Store) Location() string {
+	if s.cfg.Driver == DriverPostgres {
+		return pgsql.Redact(s.cfg.DSN) + " schema " + s.cfg.Schema
+	}
+	return s.cfg.Path
+}
