@@ -178,3 +178,7 @@ func (c Config) withDefaults() Config {
 }
 
 func isPostgresURL(s string) bool { return pgsql.IsDSN(s) }
+
+// IsPostgresDSN reports whether s is a PostgreSQL connection URL
+// (postgres:// or postgresql://) rather than a file path.
+func IsPostgresDSN(s string) bool { return pgsql.IsDSN(s) }

@@ -84,3 +84,6 @@ func requireKind(t *testing.T, err, kind error) {
 	require.Error(t, err)
 	require.Truef(t, errors.Is(err, kind), "want %v, got %v", kind, err)
 }
+
+// pgTestDSN returns the DSN of the test server (skipping without one).
+func pgTestDSN(t *testing.T) string { return pgtest.DSN(t) }

@@ -3,6 +3,7 @@ package hermesstate
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/driver/postgres"
@@ -59,6 +60,15 @@ func (s *Store) openPostgres(ctx context.Context) error {
 	if err := g.WithContext(ctx).Raw("SHOW server_version").Scan(&s.version).Error; err != nil {
 		return models.Wrap(models.ErrStorage, op, err, "cannot reach PostgreSQL at "+pgsql.Redact(cfg.DSN))
 	}
+	var collate string
+	if err := g.WithContext(ctx).Raw("SELECT datcollate FROM pg_database WHERE datname = current_database()").Scan(&collate).Error; err == nil {
+		switch strings.ToUpper(collate) {
+		case "C", "POSIX", "C.UTF-8", "C.UTF8":
+		default:
+			cfg.Logger.Warn("hermesstate: the database collation is not C; text ORDER BY (titles, ids) may differ from SQLite's bytewise order",
+				"collation", collate)
+		}
+	}
 	if !cfg.ReadOnly {
 		if err := hooks.Register(g); err != nil {
 			return models.Wrap(models.ErrStorage, op, err, "")
@@ -106,4 +116,13 @@ func (s *Store) Location() string {
 		return pgsql.Redact(s.cfg.DSN) + " schema " + s.cfg.Schema
 	}
 	return s.cfg.Path
+}
+
+// Engine describes the database engine for messages: "SQLite 3.53.3,
+// journal wal" or "PostgreSQL 15.20, schema NAME".
+func (s *Store) Engine() string {
+	if s.cfg.Driver == DriverPostgres {
+		return "PostgreSQL " + s.version + ", schema " + s.cfg.Schema
+	}
+	return "SQLite " + s.version + ", journal " + s.journal
 }

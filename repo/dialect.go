@@ -24,7 +24,7 @@ import (
 //     session, counters never lose an update, upserts never collide).
 //   - Text comparison is bytewise on both (PostgreSQL columns are COLLATE
 //     "C"), but LIKE is ASCII-case-insensitive on SQLite and case-sensitive
-//     on PostgreSQL: use likeCI for case-insensitive matching.
+//     on PostgreSQL: use (*DB).likeCI for case-insensitive matching.
 //   - SQLite-only SQL (PRAGMA, sqlite_master, json_extract, FTS5, INSERT OR
 //     IGNORE) must be behind isPostgres(tx).
 
@@ -38,15 +38,6 @@ func lockSession(tx *gorm.DB, id string) error {
 		return nil
 	}
 	return tx.Exec("SELECT pg_advisory_xact_lock(?, hashtext(current_schema() || ':' || ?))", pgsql.LockClassSession, id).Error
-}
-
-// likeCI returns a case-insensitive LIKE condition on column (ASCII case on
-// SQLite, Unicode case on PostgreSQL): "column LIKE ?" or "column ILIKE ?".
-func likeCI(tx *gorm.DB, column string) string {
-	if isPostgres(tx) {
-		return column + " ILIKE ?"
-	}
-	return column + " LIKE ?"
 }
 
 // retryable returns the predicate of transient errors that make a whole

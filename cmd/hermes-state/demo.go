@@ -80,7 +80,7 @@ func demoCmd(a *app) *cobra.Command {
 			if a.jsonOut {
 				return a.printJSON(rows)
 			}
-			fmt.Fprintf(a.out, "demo store written to %s (SQLite %s, journal %s)\n", st.Path(), st.SQLiteVersion(), st.JournalMode())
+			fmt.Fprintf(a.out, "demo store written to %s (%s)\n", st.Location(), st.Engine())
 			for _, s := range rows {
 				fmt.Fprintf(a.out, "  %s  %-9s %2d messages  %d tool calls\n", s.ID, s.Source, s.MessageCount, s.ToolCallCount)
 			}

@@ -38,17 +38,24 @@ func (a *app) config() hs.Config {
 	if a.verbose {
 		lvl = slog.LevelDebug
 	}
-	return hs.Config{
+	cfg := hs.Config{
 		Path:     a.dbPath,
 		ReadOnly: a.readOnly,
 		Logger:   slog.New(slog.NewTextHandler(a.errOut, &slog.HandlerOptions{Level: lvl})),
 	}
+	if hs.IsPostgresDSN(a.dbPath) {
+		cfg.Path, cfg.DSN, cfg.Schema = "", a.dbPath, a.schema
+	}
+	return cfg
 }
 
 // open opens the store once per process.
 func (a *app) open(ctx context.Context) (*hs.Store, error) {
 	if a.store != nil {
 		return a.store, nil
+	}
+	if a.schema != "" && !hs.IsPostgresDSN(a.dbPath) {
+		return nil, fmt.Errorf("--schema applies to a PostgreSQL store: give --db a postgres:// URL (%w)", hs.ErrInvalid)
 	}
 	st, err := hs.Open(ctx, a.config())
 	if err != nil {
@@ -83,8 +90,8 @@ func newRoot(a *app) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&a.dbPath, "db", "", "state database: a file path (default $HERMES_HOME/state.db, else ~/.hermes/state.db)")
-	root.PersistentFlags().StringVar(&a.schema, "schema", "", "PostgreSQL schema (with a postgres:// --db)")
+	root.PersistentFlags().StringVar(&a.dbPath, "db", "", "state database: a SQLite file path (default $HERMES_HOME/state.db, else ~/.hermes/state.db) or a postgres:// URL")
+	root.PersistentFlags().StringVar(&a.schema, "schema", "", "PostgreSQL schema holding the store (with a postgres:// --db; default public)")
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print data as JSON")
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log debug details to stderr")
 	for _, c := range commands {

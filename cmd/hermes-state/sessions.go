@@ -146,9 +146,9 @@ func migrateCmd(a *app) *cobra.Command {
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(map[string]any{"path": st.Path(), "schema_version": v, "pending": pending, "sqlite_version": st.SQLiteVersion(), "journal_mode": st.JournalMode()})
+				return a.printJSON(map[string]any{"path": st.Path(), "location": st.Location(), "driver": st.Driver(), "schema_version": v, "pending": pending, "sqlite_version": st.SQLiteVersion(), "journal_mode": st.JournalMode(), "server_version": st.ServerVersion()})
 			}
-			fmt.Fprintf(a.out, "%s: Hermes schema version %d, %d migrations pending, SQLite %s, journal %s\n", st.Path(), v, len(pending), st.SQLiteVersion(), st.JournalMode())
+			fmt.Fprintf(a.out, "%s: Hermes schema version %d, %d migrations pending, %s\n", st.Location(), v, len(pending), st.Engine())
 			return nil
 		},
 	}
