@@ -1,0 +1,48 @@
+package pgsql
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestEscapeRoundTrip(t *testing.T) {
+	for _, s := range []string{"", "plain", "\x00json:[1]", Esc, Esc + "0", Esc + "e", "a\x00b" + Esc + "c\x00", "\x00\x00" + Esc + Esc} {
+		e := EscapeText(s)
+		if strings.IndexByte(e, 0) >= 0 {
+			t.Fatalf("escaped %q still holds NUL: %q", s, e)
+		}
+		if got := UnescapeText(e); got != s {
+			t.Fatalf("round trip of %q: %q", s, got)
+		}
+	}
+	if EscapeText("plain") != "plain" {
+		t.Fatal("plain text must be stored unchanged")
+	}
+}
+
+func FuzzEscapeRoundTrip(f *testing.F) {
+	for _, s := range []string{"", "\x00json:", Esc + "0", "x" + Esc + "e\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e := EscapeText(s)
+		if strings.IndexByte(e, 0) >= 0 {
+			t.Fatalf("NUL left in %q", e)
+		}
+		if UnescapeText(e) != s {
+			t.Fatalf("round trip of %q failed", s)
+		}
+	})
+}
+
+func TestClassify(t *testing.T) {
+	if CheckSchema("hs_1") != nil || CheckSchema("1x") == nil || CheckSchema("a-b") == nil || CheckSchema("pg_x") == nil || CheckSchema(strings.Repeat("a", 64)) == nil {
+		t.Fatal("CheckSchema")
+	}
+	if !IsDSN("postgres://x") || !IsDSN("PostgreSQL://x") || IsDSN("/tmp/state.db") {
+		t.Fatal("IsDSN")
+	}
+	if r := Redact("postgres://u:secret@h/db"); strings.Contains(r, "secret") {
+		t.Fatal(r)
+	}
+}
