@@ -39,6 +39,9 @@ type Store struct {
 	sessions repo.Sessions
 	messages repo.Messages
 
+	searchOnce sync.Once
+	search     repo.Search
+
 	closeOnce sync.Once
 	closeErr  error
 	ckptMu    sync.Mutex
@@ -139,7 +142,13 @@ func (s *Store) openSQLite(ctx context.Context) error {
 		if err := hooks.Register(w); err != nil {
 			return models.Wrap(models.ErrStorage, op, err, "")
 		}
+		if err := repo.RegisterSearchHooks(w); err != nil {
+			return models.Wrap(models.ErrStorage, op, err, "")
+		}
 		if err := migrations.Run(ctx, w); err != nil {
+			return err
+		}
+		if err := repo.PrepareSearch(ctx, s.db); err != nil {
 			return err
 		}
 		securePaths(path)

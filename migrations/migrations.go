@@ -23,6 +23,11 @@
 //	0003_hermes_v20_usage_seed      Hermes data step 20 (only files below v20)
 //	0004_hermes_v25_system_prompts  Hermes data step 25 (only files below v25)
 //	0005_hermes_v30_stamp           schema_version = 30
+//	0006_fts_tables                 FTS5 word + trigram tables, views, triggers (Hermes steps 10/11/23):
+//	                                a new file gets Hermes' current layout; a Hermes file keeps its
+//	                                own layout, with v10's broken delete/update triggers replaced by v11's
+//	0007_hermesstate_cjk_index      hermesstate's CJK posting table, its queue and triggers; every
+//	                                existing message is queued for indexing
 //
 // Hermes steps 2–9, 12 and 22 are covered by the baseline (column
 // reconciliation, active = 1 where NULL, the usage primary-key rebuild);
@@ -43,6 +48,7 @@ import (
 	"github.com/go-gormigrate/gormigrate/v2"
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/fts"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -100,6 +106,8 @@ func List() []Migration {
 		{ID: "0003_hermes_v20_usage_seed", BelowVersion: 20, Apply: stepV20UsageSeed, SQLiteOnly: true},
 		{ID: "0004_hermes_v25_system_prompts", BelowVersion: 25, Apply: stepV25SystemPrompts, SQLiteOnly: true},
 		{ID: "0005_hermes_v30_stamp", Apply: stampVersion},
+		{ID: "0006_fts_tables", Apply: ftsTables},
+		{ID: "0007_hermesstate_cjk_index", Apply: fts.EnsureCJKIndex},
 	}
 	return append(base, extra...)
 }
@@ -405,4 +413,10 @@ func stampVersion(tx *gorm.DB) error {
 		return err
 	}
 	return tx.Exec("INSERT INTO schema_version (version) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM schema_version)", HermesSchemaVersion).Error
+}
+
+// ftsTables creates or repairs the FTS objects (package fts).
+func ftsTables(tx *gorm.DB) error {
+	_, err := fts.EnsureLayout(tx)
+	return err
 }

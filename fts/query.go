@@ -1,0 +1,381 @@
+package fts
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Filters are the row filters every search route shares.
+type Filters struct {
+	// IncludeInactive also finds rewound rows (active = 0, compacted = 0).
+	IncludeInactive bool
+	// Sources, when non-nil, keeps only these session sources (an empty,
+	// non-nil slice matches nothing).
+	Sources []string
+	// ExcludeSources, when non-nil, drops these session sources.
+	ExcludeSources []string
+	// Roles, when non-empty, keeps only these message roles.
+	Roles []string
+}
+
+// WantsTool reports whether the role filter asks for tool rows.
+func (f Filters) WantsTool() bool {
+	for _, r := range f.Roles {
+		if r == "tool" {
+			return true
+		}
+	}
+	return false
+}
+
+// WantsUnindexed reports whether the filters ask for rows the trigram and
+// CJK indexes leave out (tool rows, cron or subagent sessions).
+func (f Filters) WantsUnindexed() bool {
+	if f.WantsTool() {
+		return true
+	}
+	for _, s := range f.Sources {
+		if s == "cron" || s == "subagent" {
+			return true
+		}
+	}
+	return false
+}
+
+func placeholders(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+// Clauses returns the WHERE predicates and arguments of f (messages m,
+// sessions s): visibility, hidden display rows, sources and roles.
+func (f Filters) Clauses() ([]string, []any) {
+	var where []string
+	var args []any
+	if !f.IncludeInactive {
+		where = append(where, "(m.active = 1 OR m.compacted = 1)")
+	}
+	where = append(where, "COALESCE(m.display_kind, '') <> 'hidden'")
+	if f.Sources != nil {
+		where = append(where, "s.source IN ("+placeholders(len(f.Sources))+")")
+		for _, s := range f.Sources {
+			args = append(args, s)
+		}
+	}
+	if f.ExcludeSources != nil {
+		where = append(where, "s.source NOT IN ("+placeholders(len(f.ExcludeSources))+")")
+		for _, s := range f.ExcludeSources {
+			args = append(args, s)
+		}
+	}
+	if len(f.Roles) > 0 {
+		where = append(where, "m.role IN ("+placeholders(len(f.Roles))+")")
+		for _, r := range f.Roles {
+			args = append(args, r)
+		}
+	}
+	return where, args
+}
+
+// Query is one SQL statement with its arguments. Every search statement
+// returns the columns id, session_id, role, snippet, timestamp, tool_name,
+// source, model, session_started.
+type Query struct {
+	SQL  string
+	Args []any
+}
+
+const selectTail = "m.timestamp, m.tool_name, s.source, s.model, s.started_at AS session_started"
+
+const likeSnippet = "substr(m.content, max(1, instr(m.content, ?) - 40), 120) AS snippet"
+
+// anyColumn matches one LIKE pattern against content, tool_name, tool_calls.
+const anyColumn = `(m.content LIKE ? ESCAPE '\' OR m.tool_name LIKE ? ESCAPE '\' OR m.tool_calls LIKE ? ESCAPE '\')`
+
+// anyColumnCoalesced is anyColumn with NULL columns read as empty text.
+const anyColumnCoalesced = `(COALESCE(m.content, '') LIKE ? ESCAPE '\' OR COALESCE(m.tool_name, '') LIKE ? ESCAPE '\' OR COALESCE(m.tool_calls, '') LIKE ? ESCAPE '\')`
+
+func likeArgs(term string) []any {
+	p := "%" + EscapeLike(term) + "%"
+	return []any{p, p, p}
+}
+
+func selectSQL(snippet, from string, where []string, orderBy, limit string) string {
+	return "SELECT m.id, m.session_id, m.role, " + snippet + ", " + selectTail +
+		" FROM " + from + " JOIN sessions s ON s.id = m.session_id WHERE " +
+		strings.Join(where, " AND ") + " " + orderBy + " " + limit
+}
+
+// RankOrder returns the ORDER BY of the FTS routes for sort ("newest",
+// "oldest", anything else = bm25 rank).
+func RankOrder(sort string) string {
+	switch strings.ToLower(pyStrip(sort)) {
+	case "newest":
+		return "ORDER BY m.timestamp DESC, rank"
+	case "oldest":
+		return "ORDER BY m.timestamp ASC, rank"
+	}
+	return "ORDER BY rank"
+}
+
+// MatchQuery builds the MATCH search of one FTS5 table (snippet column -1,
+// '>>>' '<<<' markers, '...' ellipsis, 40 tokens).
+func MatchQuery(table, match, sort string, limit, offset int, f Filters) Query {
+	where := []string{table + " MATCH ?"}
+	args := []any{match}
+	w, a := f.Clauses()
+	where = append(where, w...)
+	args = append(args, a...)
+	args = append(args, limit, offset)
+	return Query{
+		SQL: selectSQL("snippet("+table+", -1, '>>>', '<<<', '...', 40) AS snippet",
+			table+" JOIN messages m ON m.id = "+table+".rowid", where, RankOrder(sort), "LIMIT ? OFFSET ?"),
+		Args: args,
+	}
+}
+
+// LikeTokens splits q into tokens: a "…" phrase with at least one
+// character, or a run of non-space characters.
+func LikeTokens(q string) []string {
+	var out []string
+	for i := 0; i < len(q); {
+		r, size := utf8.DecodeRuneInString(q[i:])
+		if pyIsSpace(r) {
+			i += size
+			continue
+		}
+		if r == '"' {
+			if j := strings.IndexByte(q[i+1:], '"'); j > 0 {
+				out = append(out, q[i:i+j+2])
+				i += j + 2
+				continue
+			}
+		}
+		j := i
+		for j < len(q) {
+			r, size := utf8.DecodeRuneInString(q[j:])
+			if pyIsSpace(r) {
+				break
+			}
+			j += size
+		}
+		out = append(out, q[i:j])
+		i = j
+	}
+	return out
+}
+
+func likeTerm(tok string) string { return pyStrip(strings.Trim(strings.Trim(tok, `"`), "*")) }
+
+// LikeFallbackQuery compiles the FTS boolean subset into a LIKE scan over
+// canonical rows (Hermes' route for tool-role searches and a stale index):
+// OR separates groups, terms in a group are ANDed, AND/NEAR are ignored,
+// NOT negates the next term, quotes and '*' are stripped from terms, and a
+// group with only negated terms is dropped. ok is false when nothing is
+// left to search. Ordered by timestamp, id DESC (ASC for sort "oldest").
+func LikeFallbackQuery(q, sort string, limit, offset int, f Filters) (Query, bool) {
+	type term struct {
+		text string
+		neg  bool
+	}
+	groups := [][]term{nil}
+	neg := false
+	for _, tok := range LikeTokens(q) {
+		switch strings.ToUpper(tok) {
+		case "OR":
+			if len(groups[len(groups)-1]) > 0 {
+				groups = append(groups, nil)
+			}
+			neg = false
+			continue
+		case "AND", "NEAR":
+			continue
+		case "NOT":
+			neg = true
+			continue
+		}
+		if t := likeTerm(tok); t != "" {
+			groups[len(groups)-1] = append(groups[len(groups)-1], term{t, neg})
+			neg = false
+		}
+	}
+	var compiled []string
+	var args []any
+	var positive []string
+	for _, g := range groups {
+		hasPos := false
+		for _, t := range g {
+			if !t.neg {
+				hasPos = true
+			}
+		}
+		if !hasPos {
+			continue
+		}
+		var cl []string
+		for _, t := range g {
+			if t.neg {
+				cl = append(cl, "NOT "+anyColumnCoalesced)
+			} else {
+				cl = append(cl, anyColumnCoalesced)
+				positive = append(positive, t.text)
+			}
+			args = append(args, likeArgs(t.text)...)
+		}
+		compiled = append(compiled, "("+strings.Join(cl, " AND ")+")")
+	}
+	if len(compiled) == 0 {
+		return Query{}, false
+	}
+	where := []string{"(" + strings.Join(compiled, " OR ") + ")"}
+	w, a := f.Clauses()
+	where = append(where, w...)
+	args = append(args, a...)
+	dir := "DESC"
+	if strings.ToLower(pyStrip(sort)) == "oldest" {
+		dir = "ASC"
+	}
+	all := append([]any{positive[0]}, args...)
+	all = append(all, limit, offset)
+	return Query{
+		SQL:  selectSQL(likeSnippet, "messages m", where, "ORDER BY m.timestamp "+dir+", m.id "+dir, "LIMIT ? OFFSET ?"),
+		Args: all,
+	}, true
+}
+
+// CJKTokens returns the tokens the CJK LIKE route searches for: the
+// non-operator tokens of raw, or raw itself when there are none.
+func CJKTokens(raw string) []string {
+	toks := NonOperatorTokens(raw)
+	if len(toks) == 0 {
+		toks = []string{raw}
+	}
+	return toks
+}
+
+// CJKLikeQuery is Hermes' CJK substring scan: one LIKE clause (content,
+// tool_name, tool_calls) per token, ORed, ordered by timestamp DESC.
+func CJKLikeQuery(raw string, limit, offset int, f Filters) Query {
+	toks := CJKTokens(raw)
+	preds := make([]string, len(toks))
+	var args []any
+	for i, t := range toks {
+		preds[i] = anyColumn
+		args = append(args, likeArgs(t)...)
+	}
+	where := []string{"(" + strings.Join(preds, " OR ") + ")"}
+	w, a := f.Clauses()
+	where = append(where, w...)
+	args = append(args, a...)
+	all := append([]any{toks[0]}, args...)
+	all = append(all, limit, offset)
+	return Query{
+		SQL:  selectSQL(likeSnippet, "messages m", where, "ORDER BY m.timestamp DESC", "LIMIT ? OFFSET ?"),
+		Args: all,
+	}
+}
+
+// maxTermsPerToken bounds the posting lists intersected for one token; the
+// LIKE check on the candidates keeps the answer exact.
+const maxTermsPerToken = 8
+
+// CJKIndexQuery is CJKLikeQuery served by hermesstate's CJK index: the
+// candidates are the rows holding every index term of some token (plus the
+// rows still queued for indexing), and each candidate is checked with the
+// same LIKE predicate, so the rows and their order are those of the scan.
+// ok is false when a token has no CJK character (the index cannot narrow
+// it).
+func CJKIndexQuery(raw string, limit, offset int, f Filters) (Query, bool) {
+	toks := CJKTokens(raw)
+	var cand []string
+	var candArgs []any
+	for _, t := range toks {
+		terms, ok := QueryTerms(t)
+		if !ok {
+			return Query{}, false
+		}
+		if len(terms) > maxTermsPerToken {
+			terms = terms[:maxTermsPerToken]
+		}
+		parts := make([]string, len(terms))
+		for i, term := range terms {
+			parts[i] = "SELECT msg_id FROM " + CJKIndexTable + " WHERE term = ?"
+			candArgs = append(candArgs, term)
+		}
+		cand = append(cand, "SELECT msg_id AS id FROM ("+strings.Join(parts, " INTERSECT ")+")")
+	}
+	cand = append(cand, "SELECT id FROM "+CJKPendingTable)
+	like := CJKLikeQuery(raw, limit, offset, f)
+	preds := make([]string, len(toks))
+	var args []any
+	for i, t := range toks {
+		preds[i] = anyColumn
+		args = append(args, likeArgs(t)...)
+	}
+	where := []string{"(" + strings.Join(preds, " OR ") + ")"}
+	w, a := f.Clauses()
+	where = append(where, w...)
+	args = append(args, a...)
+	sql := "WITH cand(id) AS (" + strings.Join(cand, " UNION ") + ") " +
+		selectSQL(likeSnippet, "cand CROSS JOIN messages m ON m.id = cand.id", where, "ORDER BY m.timestamp DESC", "LIMIT ? OFFSET ?")
+	all := append([]any{}, candArgs...)
+	all = append(all, like.Args[0])
+	all = append(all, args...)
+	all = append(all, limit, offset)
+	return Query{SQL: sql, Args: all}, true
+}
+
+// GapQuery is the top-up LIKE scan over ids in (progress, highWater], the
+// rows a pending rebuild has not indexed yet: the query's terms (quotes and
+// '*' stripped, operators skipped) ANDed, newest first. ok is false when
+// the query has no term.
+func GapQuery(q string, progress, highWater int64, limit int, f Filters) (Query, bool) {
+	var terms []string
+	for _, tok := range LikeTokens(q) {
+		t := likeTerm(tok)
+		if t == "" {
+			continue
+		}
+		switch strings.ToUpper(t) {
+		case "AND", "OR", "NOT", "NEAR":
+			continue
+		}
+		terms = append(terms, t)
+	}
+	if len(terms) == 0 || limit <= 0 {
+		return Query{}, false
+	}
+	where := []string{"m.id > ? AND m.id <= ?"}
+	args := []any{progress, highWater}
+	for _, t := range terms {
+		where = append(where, anyColumn)
+		args = append(args, likeArgs(t)...)
+	}
+	w, a := f.Clauses()
+	where = append(where, w...)
+	args = append(args, a...)
+	all := append([]any{terms[0]}, args...)
+	all = append(all, limit)
+	return Query{SQL: selectSQL(likeSnippet, "messages m", where, "ORDER BY m.timestamp DESC", "LIMIT ?"), Args: all}, true
+}
+
+// ContextSQL returns the statement that reads, for each of n hit ids, the
+// message itself and its previous and next message in the same session by
+// (timestamp, id), as rows (match_id, role, content) ordered by match_id,
+// timestamp, id.
+func ContextSQL(n int) string {
+	return `WITH target AS (SELECT session_id, timestamp, id FROM messages WHERE id IN (` + placeholders(n) + `))
+SELECT t.id AS match_id, m.role, m.content
+FROM target t JOIN messages m ON m.id IN (
+    t.id,
+    (SELECT p.id FROM messages p
+     WHERE p.session_id = t.session_id AND (p.timestamp, p.id) < (t.timestamp, t.id)
+     ORDER BY p.timestamp DESC, p.id DESC LIMIT 1),
+    (SELECT n.id FROM messages n
+     WHERE n.session_id = t.session_id AND (n.timestamp, n.id) > (t.timestamp, t.id)
+     ORDER BY n.timestamp, n.id LIMIT 1)
+)
+ORDER BY t.id, m.timestamp, m.id`
+}

@@ -1,0 +1,585 @@
+package repo
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"gorm.io/gorm"
+
+	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
+	"github.com/hermesstate/hermesstate/models"
+)
+
+// SearchOptions are the arguments of Hermes' search_messages besides the
+// query.
+type SearchOptions struct {
+	// Sources, when non-nil, keeps only sessions of these sources; an empty
+	// non-nil slice matches nothing. Nil: no source filter (the default).
+	Sources []string
+	// ExcludeSources, when non-nil, drops sessions of these sources.
+	ExcludeSources []string
+	// Roles, when non-empty, keeps only these message roles. A filter that
+	// contains "tool" searches canonical rows with LIKE (full tool output).
+	Roles []string
+	// Limit is the page size (0 means 20); Offset skips hits.
+	Limit, Offset int
+	// Sort is "newest", "oldest" or "" (bm25 rank).
+	Sort string
+	// IncludeInactive also finds rewound rows.
+	IncludeInactive bool
+}
+
+// ContextMessage is one message of a hit's context window.
+type ContextMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// SearchHit is one result, with the keys of Hermes' result dict.
+type SearchHit struct {
+	ID             int64            `json:"id"`
+	SessionID      string           `json:"session_id"`
+	Role           string           `json:"role"`
+	Snippet        *string          `json:"snippet"`
+	Timestamp      float64          `json:"timestamp"`
+	ToolName       *string          `json:"tool_name"`
+	Source         *string          `json:"source"`
+	Model          *string          `json:"model"`
+	SessionStarted *float64         `json:"session_started"`
+	Context        []ContextMessage `json:"context"`
+}
+
+// Route names the path a search took.
+type Route string
+
+// Routes.
+const (
+	RouteEmpty       Route = "empty"
+	RouteNoFTS       Route = "no_fts"
+	RouteWord        Route = "fts5"
+	RouteWordRetry   Route = "fts5+trigram_retry"
+	RouteTrigram     Route = "trigram"
+	RouteCJKIndex    Route = "cjk_index"
+	RouteCJKLike     Route = "like_scan"
+	RouteToolLike    Route = "like_tool_role"
+	RouteStaleLike   Route = "like_scan_fts_stale"
+	RouteSyntaxError Route = "fts5_syntax_error"
+)
+
+// SearchResult is a search's hits plus how they were found.
+type SearchResult struct {
+	Sanitized string
+	Route     Route
+	Hits      []SearchHit
+	// Plan is SQLite's EXPLAIN QUERY PLAN of the main statement (filled by
+	// Explain only).
+	Plan []string
+}
+
+// FTSCheck is the outcome of the integrity check of one index.
+type FTSCheck struct {
+	Table string `json:"table"`
+	OK    bool   `json:"ok"`
+	// Detail says what is wrong (empty when OK).
+	Detail string `json:"detail,omitempty"`
+}
+
+// RebuildOptions tune Search.Rebuild.
+type RebuildOptions struct {
+	// Chunk is the number of message ids per transaction (0 means 500).
+	Chunk int
+	// Pause, when set, is called between chunks with the cost of the chunk
+	// just written, and may sleep (Hermes pauses max(0.2 s, 4 × cost)).
+	Pause func(ctx context.Context, chunkCost float64)
+	// Progress, when set, is called after every chunk.
+	Progress func(done, total int64)
+	// MaxChunks stops after this many chunks (0: run to completion); the
+	// rebuild resumes from its marker on the next call.
+	MaxChunks int
+}
+
+// Search finds messages by full-text query, with Hermes' sanitizer,
+// routing and result shape, and maintains the FTS indexes.
+type Search interface {
+	// Messages runs Hermes' search_messages. An empty query (or one that
+	// sanitizes to nothing) and an FTS syntax error give no hits and no
+	// error. It returns ErrInvalid for a negative limit or offset and
+	// ErrStorage / ErrCorrupt when the database fails.
+	Messages(ctx context.Context, query string, opt SearchOptions) ([]SearchHit, error)
+	// Run is Messages returning the sanitized query and the route too.
+	Run(ctx context.Context, query string, opt SearchOptions) (SearchResult, error)
+	// Explain is Run plus the query plan of the main statement.
+	Explain(ctx context.Context, query string, opt SearchOptions) (SearchResult, error)
+	// CatchUp indexes up to limit messages queued for the CJK index (<= 0:
+	// all) and returns how many it indexed.
+	CatchUp(ctx context.Context, limit int) (int, error)
+	// Rebuild rebuilds every index in bounded chunks, each in its own write
+	// transaction, resumable after an interruption (markers
+	// fts_rebuild_high_water / fts_rebuild_progress in state_meta). A file in
+	// an older layout is first converted to Hermes' current layout. It
+	// returns ErrBusy when the write lock could not be had.
+	Rebuild(ctx context.Context, opt RebuildOptions) error
+	// Check runs FTS5 'integrity-check' on every FTS table and verifies the
+	// CJK index postings; it returns one entry per index.
+	Check(ctx context.Context) ([]FTSCheck, error)
+}
+
+type searchRepo struct {
+	db          *DB
+	cannotWrite atomic.Bool
+	warnedNoCJK atomic.Bool
+}
+
+// NewSearch returns the GORM implementation of Search.
+func NewSearch(db *DB) Search { return &searchRepo{db: db} }
+
+// searchState is what routing needs to know about the file.
+type searchState struct {
+	word, trigram, cjkIndex bool
+	stale                   bool
+	highWater, progress     int64
+	pending                 bool
+}
+
+func metaInt(tx *gorm.DB, key string) (int64, bool, error) {
+	var v []sql.NullString
+	if err := tx.Raw("SELECT value FROM state_meta WHERE key = ?", key).Pluck("value", &v).Error; err != nil {
+		return 0, false, err
+	}
+	if len(v) == 0 || !v[0].Valid {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v[0].String), 10, 64)
+	if err != nil {
+		return 0, false, nil
+	}
+	return n, true, nil
+}
+
+func readSearchState(tx *gorm.DB) (searchState, error) {
+	var st searchState
+	var names []string
+	if err := tx.Raw("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?, ?, ?)",
+		fts.WordTable, fts.TrigramTable, fts.CJKIndexTable, fts.CJKPendingTable).Pluck("name", &names).Error; err != nil {
+		return st, err
+	}
+	has := map[string]bool{}
+	for _, n := range names {
+		has[n] = true
+	}
+	st.word, st.trigram = has[fts.WordTable], has[fts.TrigramTable]
+	st.cjkIndex = has[fts.CJKIndexTable] && has[fts.CJKPendingTable]
+	var n int64
+	if err := tx.Raw("SELECT count(*) FROM state_meta WHERE key = 'fts_stale'").Scan(&n).Error; err != nil {
+		return st, err
+	}
+	st.stale = n > 0
+	hw, ok, err := metaInt(tx, "fts_rebuild_high_water")
+	if err != nil {
+		return st, err
+	}
+	if ok && hw > 0 {
+		st.highWater = hw
+		st.progress, _, err = metaInt(tx, "fts_rebuild_progress")
+		if err != nil {
+			return st, err
+		}
+	}
+	if st.cjkIndex {
+		var p int64
+		if err := tx.Raw("SELECT EXISTS (SELECT 1 FROM " + fts.CJKPendingTable + ")").Scan(&p).Error; err != nil {
+			return st, err
+		}
+		st.pending = p > 0
+	}
+	return st, nil
+}
+
+func (r *searchRepo) Messages(ctx context.Context, query string, opt SearchOptions) ([]SearchHit, error) {
+	res, err := r.run(ctx, query, opt, false)
+	return res.Hits, err
+}
+
+func (r *searchRepo) Run(ctx context.Context, query string, opt SearchOptions) (SearchResult, error) {
+	return r.run(ctx, query, opt, false)
+}
+
+func (r *searchRepo) Explain(ctx context.Context, query string, opt SearchOptions) (SearchResult, error) {
+	return r.run(ctx, query, opt, true)
+}
+
+// errFTS marks a statement error that Hermes swallows (syntax, tokenizer).
+type errFTS struct{ err error }
+
+func (e errFTS) Error() string { return e.err.Error() }
+func (e errFTS) Unwrap() error { return e.err }
+
+func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, explain bool) (SearchResult, error) {
+	const op = "search.messages"
+	if opt.Limit < 0 || opt.Offset < 0 {
+		return SearchResult{}, models.Errorf(models.ErrInvalid, op, "limit and offset must not be negative (limit %d, offset %d)", opt.Limit, opt.Offset)
+	}
+	if opt.Limit == 0 {
+		opt.Limit = 20
+	}
+	res := SearchResult{Route: RouteEmpty, Hits: []SearchHit{}}
+	if strings.TrimSpace(query) == "" {
+		return res, nil
+	}
+	res.Sanitized = fts.Sanitize(query)
+	if res.Sanitized == "" {
+		return res, nil
+	}
+	if r.db.Dialect != SQLite {
+		return res, models.Errorf(models.ErrUnsupported, op, "full-text search is implemented for SQLite only")
+	}
+	f := fts.Filters{IncludeInactive: opt.IncludeInactive, Sources: opt.Sources, ExcludeSources: opt.ExcludeSources, Roles: opt.Roles}
+	st, err := Read(ctx, r.db, op, readSearchState)
+	if err != nil {
+		return res, err
+	}
+	if st.pending && fts.ContainsCJK(res.Sanitized) {
+		r.catchUp(ctx, 5000)
+	}
+	out, err := Read(ctx, r.db, op, func(tx *gorm.DB) (SearchResult, error) {
+		res := res
+		var err error
+		res.Route, res.Hits, res.Plan, err = r.route(tx, res.Sanitized, opt, f, st, explain)
+		if err != nil {
+			return res, err
+		}
+		if err := attachContext(tx, res.Hits); err != nil {
+			return res, err
+		}
+		return res, nil
+	})
+	if err != nil {
+		return res, err
+	}
+	return out, nil
+}
+
+type runner struct {
+	tx      *gorm.DB
+	explain bool
+	plan    []string
+}
+
+// rows runs q; an error SQLite raises for the statement itself (not
+// corruption, locking or cancellation) comes back as errFTS.
+func (rn *runner) rows(q fts.Query) ([]SearchHit, error) {
+	if rn.explain && rn.plan == nil {
+		rn.plan = explainPlan(rn.tx, q)
+	}
+	rows, err := rn.tx.Raw(q.SQL, q.Args...).Rows()
+	if err != nil {
+		return nil, classifyQueryErr(err)
+	}
+	defer rows.Close()
+	hits := []SearchHit{}
+	for rows.Next() {
+		var h SearchHit
+		var snippet, toolName, source, model sql.NullString
+		var started sql.NullFloat64
+		var ts sql.NullFloat64
+		if err := rows.Scan(&h.ID, &h.SessionID, &h.Role, &snippet, &ts, &toolName, &source, &model, &started); err != nil {
+			return nil, classifyQueryErr(err)
+		}
+		h.Timestamp = ts.Float64
+		h.Snippet = nullStr(snippet)
+		h.ToolName = nullStr(toolName)
+		h.Source = nullStr(source)
+		h.Model = nullStr(model)
+		if started.Valid {
+			v := started.Float64
+			h.SessionStarted = &v
+		}
+		hits = append(hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classifyQueryErr(err)
+	}
+	return hits, nil
+}
+
+func nullStr(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	v := s.String
+	return &v
+}
+
+func classifyQueryErr(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || sqlitex.IsLock(err) || sqlitex.IsCorrupt(err) || sqlitex.IsIOErr(err) {
+		return err
+	}
+	return errFTS{err}
+}
+
+func isFTSErr(err error) bool {
+	var e errFTS
+	return errors.As(err, &e)
+}
+
+func explainPlan(tx *gorm.DB, q fts.Query) []string {
+	rows, err := tx.Raw("EXPLAIN QUERY PLAN "+q.SQL, q.Args...).Rows()
+	if err != nil {
+		return []string{"explain failed: " + err.Error()}
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if rows.Scan(&id, &parent, &notused, &detail) == nil {
+			out = append(out, detail)
+		}
+	}
+	return out
+}
+
+// route follows Hermes' search_messages routing (schema v30), with the
+// CJK substring scan served by hermesstate's CJK index when present.
+func (r *searchRepo) route(tx *gorm.DB, q string, opt SearchOptions, f fts.Filters, st searchState, explain bool) (Route, []SearchHit, []string, error) {
+	rn := &runner{tx: tx, explain: explain}
+	limit, offset := opt.Limit, opt.Offset
+	like := func(route Route) (Route, []SearchHit, []string, error) {
+		lq, ok := fts.LikeFallbackQuery(q, opt.Sort, limit, offset, f)
+		if !ok {
+			return route, []SearchHit{}, rn.plan, nil
+		}
+		hits, err := rn.rows(lq)
+		if err != nil {
+			return route, nil, nil, unwrapFTS(err)
+		}
+		return route, hits, rn.plan, nil
+	}
+	if f.WantsTool() {
+		return like(RouteToolLike)
+	}
+	if st.stale {
+		return like(RouteStaleLike)
+	}
+	if !st.word {
+		return RouteNoFTS, []SearchHit{}, nil, nil
+	}
+	var hits []SearchHit
+	var route Route
+	isCJK := fts.ContainsCJK(q)
+	if isCJK {
+		var err error
+		route, hits, err = r.searchCJK(rn, q, opt, f, st)
+		if err != nil {
+			return route, nil, nil, err
+		}
+	} else {
+		route = RouteWord
+		var err error
+		hits, err = rn.rows(fts.MatchQuery(fts.WordTable, q, opt.Sort, limit, offset, f))
+		if err != nil {
+			if isFTSErr(err) {
+				return RouteSyntaxError, []SearchHit{}, rn.plan, nil
+			}
+			return route, nil, nil, err
+		}
+	}
+	// Top up from rows a pending rebuild has not indexed yet.
+	if st.highWater > 0 && len(hits) < limit {
+		if gq, ok := fts.GapQuery(q, st.progress, st.highWater, limit-len(hits), f); ok {
+			gap, err := rn.rows(gq)
+			if err != nil && !isFTSErr(err) {
+				return route, nil, nil, err
+			}
+			seen := map[int64]bool{}
+			for _, h := range hits {
+				seen[h.ID] = true
+			}
+			for _, h := range gap {
+				if !seen[h.ID] {
+					hits = append(hits, h)
+				}
+			}
+		}
+	}
+	// unicode61 keeps Latin glued to CJK in one token: a Latin miss retries
+	// on the trigram index (every token >= 3 characters).
+	if len(hits) == 0 && !isCJK && st.trigram && fts.TrigramEligible(q) {
+		more, err := rn.rows(fts.MatchQuery(fts.TrigramTable, fts.QuoteTokens(fts.StripQuotes(q)), opt.Sort, limit, offset, f))
+		if err != nil && !isFTSErr(err) {
+			return route, nil, nil, err
+		}
+		if len(more) > 0 {
+			hits, route = more, RouteWordRetry
+		}
+	}
+	return route, hits, rn.plan, nil
+}
+
+func unwrapFTS(err error) error {
+	var e errFTS
+	if errors.As(err, &e) {
+		return e.err
+	}
+	return err
+}
+
+func (r *searchRepo) searchCJK(rn *runner, q string, opt SearchOptions, f fts.Filters, st searchState) (Route, []SearchHit, error) {
+	raw := fts.StripQuotes(q)
+	if st.trigram && !f.WantsUnindexed() && fts.TrigramRouteOK(raw) {
+		hits, err := rn.rows(fts.MatchQuery(fts.TrigramTable, fts.QuoteTokens(raw), opt.Sort, opt.Limit, opt.Offset, f))
+		if err == nil {
+			return RouteTrigram, hits, nil
+		}
+		if !isFTSErr(err) {
+			return RouteTrigram, nil, err
+		}
+		rn.plan = nil
+	}
+	if st.cjkIndex {
+		if iq, ok := fts.CJKIndexQuery(raw, opt.Limit, opt.Offset, f); ok {
+			hits, err := rn.rows(iq)
+			return RouteCJKIndex, hits, unwrapFTS(err)
+		}
+	} else if r.warnedNoCJK.CompareAndSwap(false, true) {
+		r.db.logger().Info("hermesstate: this file has no hermesstate CJK index (opened read-only or not yet migrated); short CJK queries use a LIKE scan", "table", fts.CJKIndexTable)
+	}
+	hits, err := rn.rows(fts.CJKLikeQuery(raw, opt.Limit, opt.Offset, f))
+	return RouteCJKLike, hits, unwrapFTS(err)
+}
+
+// attachContext fills each hit's context: the previous message, the hit
+// and the next message of its session, content cut to 200 characters.
+func attachContext(tx *gorm.DB, hits []SearchHit) error {
+	for start := 0; start < len(hits); start += 500 {
+		batch := hits[start:min(start+500, len(hits))]
+		ids := make([]any, len(batch))
+		ctxs := map[int64][]ContextMessage{}
+		for i, h := range batch {
+			ids[i] = h.ID
+			ctxs[h.ID] = []ContextMessage{}
+		}
+		rows, err := tx.Raw(fts.ContextSQL(len(ids)), ids...).Rows()
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id int64
+			var role string
+			var content sql.NullString
+			if err := rows.Scan(&id, &role, &content); err != nil {
+				rows.Close()
+				return err
+			}
+			var cp *string
+			if content.Valid {
+				cp = &content.String
+			}
+			ctxs[id] = append(ctxs[id], ContextMessage{Role: role, Content: fts.ContextText(cp)})
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return err
+		}
+		for i := range batch {
+			batch[i].Context = ctxs[batch[i].ID]
+		}
+	}
+	return nil
+}
+
+func (r *searchRepo) catchUp(ctx context.Context, limit int) {
+	if r.cannotWrite.Load() {
+		return
+	}
+	if _, err := r.CatchUp(ctx, limit); err != nil {
+		var me *models.Error
+		if errors.As(err, &me) && !errors.Is(err, models.ErrBusy) {
+			r.cannotWrite.Store(true)
+		}
+		r.db.logger().Debug("hermesstate: CJK index catch-up skipped; queued rows are scanned instead", "err", err)
+	}
+}
+
+func (r *searchRepo) CatchUp(ctx context.Context, limit int) (int, error) {
+	var n int
+	err := r.db.Write(ctx, sqlitex.Activity, "search.catch_up", func(tx *gorm.DB) error {
+		ok, err := fts.HasTable(tx, fts.CJKPendingTable)
+		if err != nil || !ok {
+			return err
+		}
+		n, err = fts.IndexPending(tx, limit)
+		return err
+	})
+	return n, err
+}
+
+// RegisterSearchHooks installs the GORM callback that writes the CJK
+// postings of messages inserted through GORM inside their insert
+// transaction. It returns GORM's registration error.
+func RegisterSearchHooks(db *gorm.DB) error {
+	return db.Callback().Create().After("gorm:create").Register("hermesstate:cjk_index", func(tx *gorm.DB) {
+		if tx.Error != nil || tx.Statement.Schema == nil || tx.Statement.Schema.Table != "messages" {
+			return
+		}
+		var ids []int64
+		collect := func(m *models.Message) {
+			if m.ID > 0 {
+				ids = append(ids, m.ID)
+			}
+		}
+		switch v := tx.Statement.Dest.(type) {
+		case *models.Message:
+			collect(v)
+		case []*models.Message:
+			for _, m := range v {
+				collect(m)
+			}
+		case []models.Message:
+			for i := range v {
+				collect(&v[i])
+			}
+		case *[]*models.Message:
+			for _, m := range *v {
+				collect(m)
+			}
+		case *[]models.Message:
+			for i := range *v {
+				collect(&(*v)[i])
+			}
+		}
+		if len(ids) == 0 {
+			return
+		}
+		// A failure leaves the rows queued; searches still find them.
+		_, _ = fts.IndexPendingIDs(tx.Session(&gorm.Session{NewDB: true}), ids)
+	})
+}
+
+
+// PrepareSearch runs the checks a writable open owes the FTS layout: when
+// Hermes' native CJK index triggers (messages_fts_cjk_*) are present, which
+// a pure-Go build cannot serve, they are dropped and fts_cjk_stale = '1' is
+// set, as Hermes does, so message writes keep working. It returns the write
+// error, if any.
+func PrepareSearch(ctx context.Context, db *DB) error {
+	if db.Dialect != SQLite {
+		return nil
+	}
+	var dropped bool
+	err := db.Write(ctx, sqlitex.Routine, "search.prepare", func(tx *gorm.DB) error {
+		var err error
+		dropped, err = fts.DropHermesCJKTriggers(tx)
+		return err
+	})
+	if err == nil && dropped {
+		db.logger().Info("hermesstate: dropped Hermes' messages_fts_cjk triggers (the cjk_unicode61 tokenizer cannot be loaded by a pure-Go build) and set fts_cjk_stale = 1")
+	}
+	return err
+}

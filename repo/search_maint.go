@@ -1,0 +1,129 @@
+package repo
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
+)
+
+func (r *searchRepo) Rebuild(ctx context.Context, opt RebuildOptions) error {
+	const op = "search.rebuild"
+	chunk := opt.Chunk
+	if chunk <= 0 {
+		chunk = 500
+	}
+	var total int64
+	if err := r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
+		hw, err := fts.StartRebuild(tx)
+		total = hw
+		if err != nil {
+			return err
+		}
+		// The CJK index restarts only with a fresh rebuild (no progress yet).
+		p, _, err := metaInt(tx, fts.MetaProgress)
+		if err != nil || p > 0 {
+			return err
+		}
+		return fts.ResetCJKIndex(tx)
+	}); err != nil {
+		return err
+	}
+	chunks := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		start := time.Now()
+		var done, hw int64
+		var more bool
+		if err := r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
+			var err error
+			done, hw, more, err = fts.RebuildStep(tx, chunk)
+			if err != nil {
+				return err
+			}
+			if !more {
+				return fts.FinishRebuild(tx)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if hw > 0 {
+			total = hw
+		}
+		if opt.Progress != nil {
+			opt.Progress(done, total)
+		}
+		chunks++
+		if !more {
+			break
+		}
+		if opt.MaxChunks > 0 && chunks >= opt.MaxChunks {
+			return nil
+		}
+		if opt.Pause != nil {
+			opt.Pause(ctx, time.Since(start).Seconds())
+		}
+	}
+	// CJK postings, one chunk per transaction (the queue is the marker).
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var n int
+		if err := r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
+			var err error
+			n, err = fts.IndexPending(tx, chunk)
+			return err
+		}); err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+func (r *searchRepo) Check(ctx context.Context) ([]FTSCheck, error) {
+	// 'integrity-check' is an INSERT command, so it runs on the writer.
+	var out []FTSCheck
+	err := r.db.Write(ctx, sqlitex.Routine, "search.check", func(tx *gorm.DB) error {
+		out = nil
+		tables, err := fts.FTSTables(tx)
+		if err != nil {
+			return err
+		}
+		for _, t := range tables {
+			c := FTSCheck{Table: t, OK: true}
+			if err := fts.IntegrityCheck(tx, t); err != nil {
+				if sqlitex.IsLock(err) {
+					return err
+				}
+				c.OK, c.Detail = false, err.Error()
+			}
+			out = append(out, c)
+		}
+		has, err := fts.HasTable(tx, fts.CJKIndexTable)
+		if err != nil {
+			return err
+		}
+		if has {
+			c := FTSCheck{Table: fts.CJKIndexTable, OK: true}
+			_, detail, err := fts.CheckCJKIndex(tx)
+			if err != nil {
+				return err
+			}
+			if detail != "" {
+				c.OK, c.Detail = false, detail
+			}
+			out = append(out, c)
+		}
+		return nil
+	})
+	return out, err
+}
