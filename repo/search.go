@@ -562,7 +562,6 @@ func RegisterSearchHooks(db *gorm.DB) error {
 	})
 }
 
-
 // PrepareSearch runs the checks a writable open owes the FTS layout: when
 // Hermes' native CJK index triggers (messages_fts_cjk_*) are present, which
 // a pure-Go build cannot serve, they are dropped and fts_cjk_stale = '1' is
@@ -572,8 +571,17 @@ func PrepareSearch(ctx context.Context, db *DB) error {
 	if db.Dialect != SQLite {
 		return nil
 	}
+	// Look first, so an ordinary open does not count as a write.
+	n, err := Read(ctx, db, "search.prepare", func(tx *gorm.DB) (int64, error) {
+		var n int64
+		err := tx.Raw("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'messages\\_fts\\_cjk\\_%' ESCAPE '\\'").Scan(&n).Error
+		return n, err
+	})
+	if err != nil || n == 0 {
+		return err
+	}
 	var dropped bool
-	err := db.Write(ctx, sqlitex.Routine, "search.prepare", func(tx *gorm.DB) error {
+	err = db.Write(ctx, sqlitex.Routine, "search.prepare", func(tx *gorm.DB) error {
 		var err error
 		dropped, err = fts.DropHermesCJKTriggers(tx)
 		return err
