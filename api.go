@@ -18,3 +18,10 @@ func (s *Store) Lineage() repo.Lineage { return repo.NewLineage(s.db) }
 // Listing returns the listing repository (rich listing with previews,
 // recent activity, counts).
 func (s *Store) Listing() repo.Listing { return repo.NewListing(s.db) }
+
+// Portability returns the export/import repository (JSONL, Markdown).
+func (s *Store) Portability() repo.Portability { return repo.NewPortability(s.db) }
+
+// Cleanup returns the cleanup repository (delete, clear, prune, vacuum,
+// backup).
+func (s *Store) Cleanup() repo.Cleanup { return repo.NewCleanup(s.db) }

@@ -2,6 +2,7 @@ package repo
 
 import (
 	"crypto/rand"
+	"errors"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
@@ -156,3 +157,5 @@ func hex4(b []byte, at int) (rune, bool) {
 	}
 	return r, true
 }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }
