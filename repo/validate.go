@@ -2,9 +2,9 @@ package repo
 
 import (
 	"crypto/rand"
-	"errors"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 	"unicode/utf8"
