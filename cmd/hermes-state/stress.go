@@ -1,0 +1,462 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/models"
+	"github.com/hermesstate/hermesstate/repo"
+)
+
+func init() { commands = append(commands, stressCmd, stressWorkerCmd) }
+
+// runMainEnv makes a Go test binary behave as this CLI (see TestMain in
+// stress_test.go); the stress command sets it for its workers so that it
+// can re-execute whichever binary it runs in.
+const runMainEnv = "HERMES_STATE_RUN_MAIN"
+
+// StressReport is the JSON the stress command prints.
+type StressReport struct {
+	DB             string `json:"db"`
+	Procs          int    `json:"procs"`
+	AppendsPerProc int    `json:"appends_per_proc"`
+	BusyTimeoutMS  int64  `json:"busy_timeout_ms"`
+	// Acknowledged: appends whose Append call returned nil.
+	Acknowledged int `json:"acknowledged"`
+	// Found: acknowledged messages present in the file (at least once).
+	Found int `json:"found"`
+	// Lost: acknowledged messages missing from the file.
+	Lost int `json:"lost"`
+	// Duplicates: messages present more than once (extra copies).
+	Duplicates int `json:"duplicates"`
+	// UnacknowledgedFound: messages whose Append failed but that are in the
+	// file anyway (a failure reported for a write that committed).
+	UnacknowledgedFound int `json:"unacknowledged_found"`
+	// Errors counts failed appends by kind (busy, conflict, storage, ...).
+	Errors      map[string]int `json:"errors"`
+	ErrorsTotal int            `json:"errors_total"`
+	// ReadErrors counts failed reads (searches) by kind.
+	ReadErrors map[string]int `json:"read_errors"`
+	// CountersConsistent: message_count equals the row count for every
+	// session written to.
+	CountersConsistent bool     `json:"counters_consistent"`
+	CounterMismatches  []string `json:"counter_mismatches,omitempty"`
+	// Latency of one Append call (one transaction), in milliseconds.
+	LatencyMS Percentiles `json:"latency_ms"`
+	// ReadLatencyMS: latency of the reads done between appends.
+	ReadLatencyMS Percentiles `json:"read_latency_ms"`
+	Reads         int         `json:"reads"`
+	ElapsedS      float64     `json:"elapsed_s"`
+	// ThroughputPerS: acknowledged appends per second of wall time, all
+	// processes together.
+	ThroughputPerS float64  `json:"throughput_per_s"`
+	WorkerFailures []string `json:"worker_failures,omitempty"`
+}
+
+// Percentiles of a latency distribution, in milliseconds.
+type Percentiles struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+func percentiles(ns []int64) Percentiles {
+	if len(ns) == 0 {
+		return Percentiles{}
+	}
+	s := append([]int64(nil), ns...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	at := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(s)))) - 1
+		if i < 0 {
+			i = 0
+		}
+		return round3(float64(s[i]) / 1e6)
+	}
+	return Percentiles{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: round3(float64(s[len(s)-1]) / 1e6)}
+}
+
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+// workerLine is one line a worker prints on stdout.
+type workerLine struct {
+	T       string `json:"t"` // ready, ack, err, read, done
+	Session string `json:"session,omitempty"`
+	Seq     int    `json:"seq,omitempty"`
+	ID      int64  `json:"id,omitempty"`
+	NS      int64  `json:"ns,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	Msg     string `json:"msg,omitempty"`
+}
+
+func errKind(err error) string {
+	for _, k := range []struct {
+		e    error
+		name string
+	}{{hs.ErrBusy, "busy"}, {hs.ErrConflict, "conflict"}, {hs.ErrNotFound, "not_found"}, {hs.ErrInvalid, "invalid"},
+		{hs.ErrCorrupt, "corrupt"}, {hs.ErrClosed, "closed"}, {hs.ErrStorage, "storage"}, {context.Canceled, "canceled"}} {
+		if errors.Is(err, k.e) {
+			return k.name
+		}
+	}
+	return "other"
+}
+
+// stressContent is the text of message seq of worker w in run: unique, so
+// the verification can find every message by its content.
+func stressContent(run string, w, seq int) string {
+	return fmt.Sprintf("stress %s w%d #%d: the deployment on kubernetes keeps failing, check the pod logs", run, w, seq)
+}
+
+var stressContentRE = regexp.MustCompile(`^stress (\S+) w(\d+) #(\d+):`)
+
+type stressOpts struct {
+	procs, appends, readEvery int
+	busy                      time.Duration
+}
+
+func stressCmd(a *app) *cobra.Command {
+	var o stressOpts
+	cmd := &cobra.Command{
+		Use:   "stress",
+		Short: "Hammer --db from several OS processes and check that no acknowledged write is lost",
+		Long: `stress starts --procs worker processes (this binary, re-executed) that each append
+--appends messages, one transaction each, alternating between a session of their own and one
+session all workers share, and read back in between. It then checks the file: every
+acknowledged message present exactly once, message_count equal to the row count of every
+session, and reports errors by kind and latency percentiles (JSON with --json).
+It exits non-zero when a message was lost or duplicated, a counter is wrong, or an append failed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.procs < 1 || o.appends < 1 {
+				return models.Errorf(hs.ErrInvalid, "stress", "--procs and --appends must be at least 1")
+			}
+			rep, err := runStress(cmd.Context(), a, o)
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				if err := a.printJSON(rep); err != nil {
+					return err
+				}
+			} else {
+				printStress(a.out, rep)
+			}
+			if rep.Lost > 0 || rep.Duplicates > 0 || rep.ErrorsTotal > 0 || !rep.CountersConsistent || len(rep.WorkerFailures) > 0 {
+				return fmt.Errorf("stress: %d lost, %d duplicates, %d errors, counters consistent: %v, %d worker failures",
+					rep.Lost, rep.Duplicates, rep.ErrorsTotal, rep.CountersConsistent, len(rep.WorkerFailures))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&o.procs, "procs", 4, "number of worker processes")
+	cmd.Flags().IntVar(&o.appends, "appends", 1000, "messages each worker appends (one transaction each)")
+	cmd.Flags().DurationVar(&o.busy, "busy-timeout", time.Second, "SQLite busy timeout of each worker's writer connection")
+	cmd.Flags().IntVar(&o.readEvery, "read-every", 25, "read back (list the worker's session) after every N appends; 0 disables")
+	return cmd
+}
+
+func printStress(w io.Writer, r *StressReport) {
+	fmt.Fprintf(w, "%d procs x %d appends (busy timeout %d ms) in %.2fs: %.0f appends/s\n", r.Procs, r.AppendsPerProc, r.BusyTimeoutMS, r.ElapsedS, r.ThroughputPerS)
+	fmt.Fprintf(w, "acknowledged %d, found %d, lost %d, duplicates %d, unacknowledged found %d, errors %d %v\n",
+		r.Acknowledged, r.Found, r.Lost, r.Duplicates, r.UnacknowledgedFound, r.ErrorsTotal, r.Errors)
+	fmt.Fprintf(w, "append latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n", r.LatencyMS.P50, r.LatencyMS.P90, r.LatencyMS.P99, r.LatencyMS.Max)
+	fmt.Fprintf(w, "reads %d, latency ms: p50 %.2f  p99 %.2f  max %.2f; counters consistent: %v\n", r.Reads, r.ReadLatencyMS.P50, r.ReadLatencyMS.P99, r.ReadLatencyMS.Max, r.CountersConsistent)
+	for _, f := range r.WorkerFailures {
+		fmt.Fprintln(w, "worker failure: "+f)
+	}
+}
+
+type stressWorker struct {
+	n      int
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan workerLine
+	stderr bytes.Buffer
+	readErr error
+}
+
+func runStress(ctx context.Context, a *app, o stressOpts) (*StressReport, error) {
+	cfg := a.config()
+	cfg.BusyTimeout = o.busy
+	// Create and migrate the file once, before the workers race to open it,
+	// and create the session every worker shares.
+	st, err := hs.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	shared, err := st.Sessions().Create(ctx, repo.NewSession{Source: "stress", DisplayName: "shared by all stress workers"})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	path := st.Path()
+	if err := st.Close(); err != nil {
+		return nil, err
+	}
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("stress: cannot find this executable to start workers: %w", err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	workers := make([]*stressWorker, o.procs)
+	for i := range workers {
+		w := &stressWorker{n: i, lines: make(chan workerLine, 1024)}
+		w.cmd = exec.CommandContext(wctx, exe, "--db", path, "stress-worker", "--run", run, "--worker", strconv.Itoa(i),
+			"--appends", strconv.Itoa(o.appends), "--busy-timeout", o.busy.String(), "--shared", shared.ID,
+			"--read-every", strconv.Itoa(o.readEvery))
+		w.cmd.Env = append(os.Environ(), runMainEnv+"=1")
+		w.cmd.Stderr = &w.stderr
+		out, err := w.cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		if w.stdin, err = w.cmd.StdinPipe(); err != nil {
+			return nil, err
+		}
+		if err := w.cmd.Start(); err != nil {
+			return nil, fmt.Errorf("stress: start worker %d: %w", i, err)
+		}
+		go func() {
+			defer close(w.lines)
+			sc := bufio.NewScanner(out)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			for sc.Scan() {
+				var l workerLine
+				if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+					w.readErr = fmt.Errorf("unparsable worker output %q", sc.Text())
+					continue
+				}
+				w.lines <- l
+			}
+		}()
+		workers[i] = w
+	}
+	rep := &StressReport{DB: path, Procs: o.procs, AppendsPerProc: o.appends, BusyTimeoutMS: o.busy.Milliseconds(),
+		Errors: map[string]int{}, ReadErrors: map[string]int{}}
+	sessions := map[string]bool{shared.ID: true}
+	// Barrier: every worker has opened the store; then all start at once.
+	for _, w := range workers {
+		l, ok := <-w.lines
+		if !ok || l.T != "ready" {
+			rep.WorkerFailures = append(rep.WorkerFailures, fmt.Sprintf("worker %d did not start: %s", w.n, tail(w.stderr.String())))
+			continue
+		}
+		sessions[l.Session] = true
+	}
+	start := time.Now()
+	for _, w := range workers {
+		_, _ = io.WriteString(w.stdin, "go\n")
+		_ = w.stdin.Close()
+	}
+	type key struct{ w, seq int }
+	acked := map[key]bool{}
+	failed := map[key]bool{}
+	var lat, rlat []int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for l := range w.lines {
+				mu.Lock()
+				switch l.T {
+				case "ack":
+					acked[key{w.n, l.Seq}] = true
+					lat = append(lat, l.NS)
+				case "err":
+					failed[key{w.n, l.Seq}] = true
+					rep.Errors[l.Kind]++
+					lat = append(lat, l.NS)
+				case "read":
+					rlat = append(rlat, l.NS)
+					rep.Reads++
+					if l.Kind != "" {
+						rep.ReadErrors[l.Kind]++
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for _, w := range workers {
+		if err := w.cmd.Wait(); err != nil {
+			rep.WorkerFailures = append(rep.WorkerFailures, fmt.Sprintf("worker %d: %v: %s", w.n, err, tail(w.stderr.String())))
+		}
+		if w.readErr != nil {
+			rep.WorkerFailures = append(rep.WorkerFailures, fmt.Sprintf("worker %d: %v", w.n, w.readErr))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rep.Acknowledged = len(acked)
+	for _, n := range rep.Errors {
+		rep.ErrorsTotal += n
+	}
+	rep.LatencyMS = percentiles(lat)
+	rep.ReadLatencyMS = percentiles(rlat)
+	rep.ElapsedS = round3(elapsed.Seconds())
+	if elapsed > 0 {
+		rep.ThroughputPerS = math.Round(float64(rep.Acknowledged) / elapsed.Seconds())
+	}
+
+	// Verify the file.
+	vcfg := a.config()
+	vcfg.Path = path
+	vst, err := hs.Open(ctx, vcfg)
+	if err != nil {
+		return nil, err
+	}
+	defer vst.Close()
+	seen := map[key]int{}
+	rep.CountersConsistent = true
+	for sid := range sessions {
+		msgs, err := vst.Messages().List(ctx, sid)
+		if err != nil {
+			return nil, err
+		}
+		s, err := vst.Sessions().Get(ctx, sid)
+		if err != nil {
+			return nil, err
+		}
+		if s.MessageCount != int64(len(msgs)) {
+			rep.CountersConsistent = false
+			rep.CounterMismatches = append(rep.CounterMismatches, fmt.Sprintf("%s: message_count %d, rows %d", sid, s.MessageCount, len(msgs)))
+		}
+		for _, m := range msgs {
+			if m.Content == nil {
+				continue
+			}
+			g := stressContentRE.FindStringSubmatch(*m.Content)
+			if g == nil || g[1] != run {
+				continue
+			}
+			wn, _ := strconv.Atoi(g[2])
+			seq, _ := strconv.Atoi(g[3])
+			seen[key{wn, seq}]++
+		}
+	}
+	for k, n := range seen {
+		if n > 1 {
+			rep.Duplicates += n - 1
+		}
+		if !acked[k] {
+			rep.UnacknowledgedFound++
+		}
+	}
+	for k := range acked {
+		if seen[k] > 0 {
+			rep.Found++
+		} else {
+			rep.Lost++
+		}
+	}
+	return rep, nil
+}
+
+func tail(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 600 {
+		s = "..." + s[len(s)-600:]
+	}
+	return s
+}
+
+// stressWorkerCmd is the hidden worker of stress: it opens --db, prints
+// "ready", waits for a line on stdin, appends, and prints one JSON line
+// per append after the call returned (an "ack" only once Append returned
+// nil, that is after COMMIT).
+func stressWorkerCmd(a *app) *cobra.Command {
+	var run, shared string
+	var worker, appends, readEvery int
+	var busy time.Duration
+	cmd := &cobra.Command{
+		Use:    "stress-worker",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cfg := a.config()
+			cfg.BusyTimeout = busy
+			st, err := hs.Open(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			a.store = st
+			own, err := st.Sessions().Create(ctx, repo.NewSession{Source: "stress", DisplayName: fmt.Sprintf("stress worker %d", worker)})
+			if err != nil {
+				return err
+			}
+			out := bufio.NewWriter(a.out)
+			enc := json.NewEncoder(out)
+			emit := func(l workerLine) {
+				_ = enc.Encode(l)
+				_ = out.Flush()
+			}
+			emit(workerLine{T: "ready", Session: own.ID})
+			if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+				return fmt.Errorf("stress-worker: no go signal: %w", err)
+			}
+			for seq := 0; seq < appends; seq++ {
+				sid := own.ID
+				if seq%2 == 1 && shared != "" {
+					sid = shared
+				}
+				role := "user"
+				if seq%4 >= 2 {
+					role = "assistant"
+				}
+				t0 := time.Now()
+				id, err := st.Messages().Append(ctx, sid, repo.NewMessage{Role: role, Content: models.Text(stressContent(run, worker, seq))})
+				ns := time.Since(t0).Nanoseconds()
+				if err != nil {
+					emit(workerLine{T: "err", Seq: seq, NS: ns, Kind: errKind(err), Msg: err.Error()})
+				} else {
+					emit(workerLine{T: "ack", Seq: seq, ID: id, NS: ns, Session: sid})
+				}
+				if readEvery > 0 && seq%readEvery == readEvery-1 {
+					t0 := time.Now()
+					_, err := st.Messages().List(ctx, own.ID)
+					l := workerLine{T: "read", NS: time.Since(t0).Nanoseconds()}
+					if err != nil {
+						l.Kind, l.Msg = errKind(err), err.Error()
+					}
+					emit(l)
+				}
+			}
+			emit(workerLine{T: "done"})
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&run, "run", "", "run id written into every message")
+	cmd.Flags().StringVar(&shared, "shared", "", "session id every worker also appends to")
+	cmd.Flags().IntVar(&worker, "worker", 0, "worker number")
+	cmd.Flags().IntVar(&appends, "appends", 1000, "messages to append")
+	cmd.Flags().IntVar(&readEvery, "read-every", 25, "read back after every N appends; 0 disables")
+	cmd.Flags().DurationVar(&busy, "busy-timeout", time.Second, "SQLite busy timeout")
+	return cmd
+}
