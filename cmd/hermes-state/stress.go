@@ -186,11 +186,11 @@ func printStress(w io.Writer, r *StressReport) {
 }
 
 type stressWorker struct {
-	n      int
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan workerLine
-	stderr bytes.Buffer
+	n       int
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	lines   chan workerLine
+	stderr  bytes.Buffer
 	readErr error
 }
 
