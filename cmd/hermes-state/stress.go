@@ -60,10 +60,13 @@ type StressReport struct {
 	CounterMismatches  []string `json:"counter_mismatches,omitempty"`
 	// Latency of one Append call (one transaction), in milliseconds.
 	LatencyMS Percentiles `json:"latency_ms"`
-	// ReadLatencyMS: latency of the reads done between appends.
+	// ReadLatencyMS: latency of the searches done between appends.
 	ReadLatencyMS Percentiles `json:"read_latency_ms"`
 	Reads         int         `json:"reads"`
-	ElapsedS      float64     `json:"elapsed_s"`
+	// SearchMisses: searches for the unique word of the worker's last
+	// acknowledged message that did not return exactly that message.
+	SearchMisses int     `json:"search_misses"`
+	ElapsedS     float64 `json:"elapsed_s"`
 	// ThroughputPerS: acknowledged appends per second of wall time, all
 	// processes together.
 	ThroughputPerS float64  `json:"throughput_per_s"`
@@ -123,8 +126,12 @@ func errKind(err error) string {
 // stressContent is the text of message seq of worker w in run: unique, so
 // the verification can find every message by its content.
 func stressContent(run string, w, seq int) string {
-	return fmt.Sprintf("stress %s w%d #%d: the deployment on kubernetes keeps failing, check the pod logs", run, w, seq)
+	return fmt.Sprintf("stress %s w%d #%d: the deployment on kubernetes keeps failing, check the pod logs (%s)", run, w, seq, stressToken(run, w, seq))
 }
+
+// stressToken is a word that occurs in one message only, for the
+// read-your-writes search.
+func stressToken(run string, w, seq int) string { return fmt.Sprintf("tok%sx%dx%d", run, w, seq) }
 
 var stressContentRE = regexp.MustCompile(`^stress (\S+) w(\d+) #(\d+):`)
 
@@ -140,7 +147,8 @@ func stressCmd(a *app) *cobra.Command {
 		Short: "Hammer --db from several OS processes and check that no acknowledged write is lost",
 		Long: `stress starts --procs worker processes (this binary, re-executed) that each append
 --appends messages, one transaction each, alternating between a session of their own and one
-session all workers share, and read back in between. It then checks the file: every
+session all workers share, and search for their own last acknowledged message in between
+(read your writes). It then checks the file: every
 acknowledged message present exactly once, message_count equal to the row count of every
 session, and reports errors by kind and latency percentiles (JSON with --json).
 It exits non-zero when a message was lost or duplicated, a counter is wrong, or an append failed.`,
@@ -160,9 +168,9 @@ It exits non-zero when a message was lost or duplicated, a counter is wrong, or 
 			} else {
 				printStress(a.out, rep)
 			}
-			if rep.Lost > 0 || rep.Duplicates > 0 || rep.ErrorsTotal > 0 || !rep.CountersConsistent || len(rep.WorkerFailures) > 0 {
-				return fmt.Errorf("stress: %d lost, %d duplicates, %d errors, counters consistent: %v, %d worker failures",
-					rep.Lost, rep.Duplicates, rep.ErrorsTotal, rep.CountersConsistent, len(rep.WorkerFailures))
+			if rep.Lost > 0 || rep.Duplicates > 0 || rep.ErrorsTotal > 0 || !rep.CountersConsistent || len(rep.WorkerFailures) > 0 || rep.SearchMisses > 0 {
+				return fmt.Errorf("stress: %d lost, %d duplicates, %d errors, %d search misses, counters consistent: %v, %d worker failures",
+					rep.Lost, rep.Duplicates, rep.ErrorsTotal, rep.SearchMisses, rep.CountersConsistent, len(rep.WorkerFailures))
 			}
 			return nil
 		},
@@ -170,7 +178,7 @@ It exits non-zero when a message was lost or duplicated, a counter is wrong, or 
 	cmd.Flags().IntVar(&o.procs, "procs", 4, "number of worker processes")
 	cmd.Flags().IntVar(&o.appends, "appends", 1000, "messages each worker appends (one transaction each)")
 	cmd.Flags().DurationVar(&o.busy, "busy-timeout", time.Second, "SQLite busy timeout of each worker's writer connection")
-	cmd.Flags().IntVar(&o.readEvery, "read-every", 25, "read back (list the worker's session) after every N appends; 0 disables")
+	cmd.Flags().IntVar(&o.readEvery, "search-every", 10, "after every N appends, search for the worker's last acknowledged message; 0 disables")
 	return cmd
 }
 
@@ -179,7 +187,7 @@ func printStress(w io.Writer, r *StressReport) {
 	fmt.Fprintf(w, "acknowledged %d, found %d, lost %d, duplicates %d, unacknowledged found %d, errors %d %v\n",
 		r.Acknowledged, r.Found, r.Lost, r.Duplicates, r.UnacknowledgedFound, r.ErrorsTotal, r.Errors)
 	fmt.Fprintf(w, "append latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n", r.LatencyMS.P50, r.LatencyMS.P90, r.LatencyMS.P99, r.LatencyMS.Max)
-	fmt.Fprintf(w, "reads %d, latency ms: p50 %.2f  p99 %.2f  max %.2f; counters consistent: %v\n", r.Reads, r.ReadLatencyMS.P50, r.ReadLatencyMS.P99, r.ReadLatencyMS.Max, r.CountersConsistent)
+	fmt.Fprintf(w, "searches %d (%d misses), latency ms: p50 %.2f  p99 %.2f  max %.2f; counters consistent: %v\n", r.Reads, r.SearchMisses, r.ReadLatencyMS.P50, r.ReadLatencyMS.P99, r.ReadLatencyMS.Max, r.CountersConsistent)
 	for _, f := range r.WorkerFailures {
 		fmt.Fprintln(w, "worker failure: "+f)
 	}
@@ -224,7 +232,7 @@ func runStress(ctx context.Context, a *app, o stressOpts) (*StressReport, error)
 		w := &stressWorker{n: i, lines: make(chan workerLine, 1024)}
 		w.cmd = exec.CommandContext(wctx, exe, "--db", path, "stress-worker", "--run", run, "--worker", strconv.Itoa(i),
 			"--appends", strconv.Itoa(o.appends), "--busy-timeout", o.busy.String(), "--shared", shared.ID,
-			"--read-every", strconv.Itoa(o.readEvery))
+			"--search-every", strconv.Itoa(o.readEvery))
 		w.cmd.Env = append(os.Environ(), runMainEnv+"=1")
 		w.cmd.Stderr = &w.stderr
 		out, err := w.cmd.StdoutPipe()
@@ -294,6 +302,8 @@ func runStress(ctx context.Context, a *app, o stressOpts) (*StressReport, error)
 					rep.Reads++
 					if l.Kind != "" {
 						rep.ReadErrors[l.Kind]++
+					} else if l.Msg != "" {
+						rep.SearchMisses++
 					}
 				}
 				mu.Unlock()
@@ -421,6 +431,7 @@ func stressWorkerCmd(a *app) *cobra.Command {
 			if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 				return fmt.Errorf("stress-worker: no go signal: %w", err)
 			}
+			lastAck, lastID := -1, int64(0)
 			for seq := 0; seq < appends; seq++ {
 				sid := own.ID
 				if seq%2 == 1 && shared != "" {
@@ -437,13 +448,18 @@ func stressWorkerCmd(a *app) *cobra.Command {
 					emit(workerLine{T: "err", Seq: seq, NS: ns, Kind: errKind(err), Msg: err.Error()})
 				} else {
 					emit(workerLine{T: "ack", Seq: seq, ID: id, NS: ns, Session: sid})
+					lastAck, lastID = seq, id
 				}
-				if readEvery > 0 && seq%readEvery == readEvery-1 {
+				if readEvery > 0 && seq%readEvery == readEvery-1 && lastAck >= 0 {
+					// Read your writes: the last acknowledged message must
+					// be found by its unique word, from this process.
 					t0 := time.Now()
-					_, err := st.Messages().List(ctx, own.ID)
+					hits, err := st.Search().Messages(ctx, stressToken(run, worker, lastAck), repo.SearchOptions{Limit: 5})
 					l := workerLine{T: "read", NS: time.Since(t0).Nanoseconds()}
 					if err != nil {
 						l.Kind, l.Msg = errKind(err), err.Error()
+					} else if len(hits) != 1 || hits[0].ID != lastID {
+						l.Msg = fmt.Sprintf("search for message %d found %d hits", lastID, len(hits))
 					}
 					emit(l)
 				}
@@ -456,7 +472,7 @@ func stressWorkerCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&shared, "shared", "", "session id every worker also appends to")
 	cmd.Flags().IntVar(&worker, "worker", 0, "worker number")
 	cmd.Flags().IntVar(&appends, "appends", 1000, "messages to append")
-	cmd.Flags().IntVar(&readEvery, "read-every", 25, "read back after every N appends; 0 disables")
+	cmd.Flags().IntVar(&readEvery, "search-every", 10, "search after every N appends; 0 disables")
 	cmd.Flags().DurationVar(&busy, "busy-timeout", time.Second, "SQLite busy timeout")
 	return cmd
 }

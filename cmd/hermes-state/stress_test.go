@@ -48,6 +48,7 @@ func TestStress4Procs(t *testing.T) {
 	require.Zero(t, rep.UnacknowledgedFound)
 	require.Zero(t, rep.ErrorsTotal, "errors returned to callers: %v", rep.Errors)
 	require.Empty(t, rep.ReadErrors)
+	require.Zero(t, rep.SearchMisses, "read-your-writes search")
 	require.True(t, rep.CountersConsistent, "%v", rep.CounterMismatches)
 	require.Greater(t, rep.Reads, 0)
 	require.Greater(t, rep.LatencyMS.Max, 0.0)
@@ -80,8 +81,9 @@ func TestStressRefusesBadFlags(t *testing.T) {
 
 func TestStressSmallText(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "state.db")
-	out, err := run(t, "--db", db, "stress", "--procs", "2", "--appends", "50", "--read-every", "10")
+	out, err := run(t, "--db", db, "stress", "--procs", "2", "--appends", "50", "--search-every", "10")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "acknowledged 100, found 100, lost 0, duplicates 0")
 	require.Contains(t, out, "counters consistent: true")
+	require.Contains(t, out, "(0 misses)")
 }
