@@ -25,3 +25,6 @@ func (s *Store) Portability() repo.Portability { return repo.NewPortability(s.db
 // Cleanup returns the cleanup repository (delete, clear, prune, vacuum,
 // backup).
 func (s *Store) Cleanup() repo.Cleanup { return repo.NewCleanup(s.db) }
+
+// Usage returns the usage repository (auxiliary attribution, statistics).
+func (s *Store) Usage() repo.Usage { return repo.NewUsage(s.db) }
