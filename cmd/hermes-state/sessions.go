@@ -18,34 +18,7 @@ func init() {
 
 func sessionsCmd(a *app) *cobra.Command {
 	c := &cobra.Command{Use: "sessions", Short: "List and show sessions"}
-	var opt repo.ListOptions
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List sessions, newest first",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			rows, err := st.Sessions().List(cmd.Context(), opt)
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(rows)
-			}
-			tw := tabwriter.NewWriter(a.out, 0, 2, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSOURCE\tSTARTED\tMSGS\tTITLE")
-			for _, s := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.ID, s.Source, s.StartedAt.Time().Local().Format(time.DateTime), s.MessageCount, deref(s.Title))
-			}
-			return tw.Flush()
-		},
-	}
-	list.Flags().StringVar(&opt.Source, "source", "", "only sessions of this source")
-	list.Flags().IntVar(&opt.Limit, "limit", 20, "number of sessions")
-	list.Flags().IntVar(&opt.Offset, "offset", 0, "sessions to skip")
+	list := sessionsListCmd(a)
 
 	var conversation bool
 	show := &cobra.Command{
@@ -92,6 +65,7 @@ func sessionsCmd(a *app) *cobra.Command {
 	}
 	show.Flags().BoolVar(&conversation, "conversation", false, "print the OpenAI conversation format Hermes replays")
 	c.AddCommand(list, show)
+	c.AddCommand(sessionsExtraCmds(a)...)
 	return c
 }
 
