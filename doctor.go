@@ -1,0 +1,85 @@
+package hermesstate
+
+import (
+	"context"
+
+	"github.com/hermesstate/hermesstate/internal/doctor"
+)
+
+// Health reports, repair and salvage (`hermes-state doctor`, `repair`,
+// `recover`). The work is done by internal/doctor on the file path, with its
+// own connections, so a file the store refuses to open can still be
+// examined and salvaged.
+
+// DoctorOptions configures Doctor.
+type DoctorOptions struct {
+	// Full runs PRAGMA integrity_check (every page and index entry) instead
+	// of quick_check, and compares external-content FTS indexes with their
+	// content row by row.
+	Full bool
+}
+
+// DoctorReport is the doctor report: file facts (SQLite version and whether
+// it has the WAL-reset bug, journal mode configured and in effect, schema
+// version and pending migrations, FTS layout, free pages, WAL size) and the
+// findings, each with a severity and the command that fixes it. OK() is
+// false when anything is wrong.
+type DoctorReport = doctor.Report
+
+// Finding is one entry of a DoctorReport.
+type Finding = doctor.Finding
+
+// Severities of a Finding.
+const (
+	SeverityInfo    = doctor.Info
+	SeverityWarning = doctor.Warning
+	SeverityError   = doctor.Error
+)
+
+// Doctor examines the SQLite file cfg names without opening a Store and
+// without changing the file (no migration runs). It returns an error
+// wrapping ErrNotFound when there is no file; damage is reported as
+// findings, not as an error.
+func Doctor(ctx context.Context, cfg Config, opts DoctorOptions) (*DoctorReport, error) {
+	cfg = cfg.withDefaults()
+	return doctor.Check(ctx, doctor.Options{Path: cfg.Path, Full: opts.Full, JournalMode: string(cfg.JournalMode)})
+}
+
+// Doctor examines the store's file (see the package-level Doctor). When a
+// write of this store met corruption, the report says so as an error.
+func (s *Store) Doctor(ctx context.Context, opts DoctorOptions) (*DoctorReport, error) {
+	r, err := Doctor(ctx, s.cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	if c := s.db.Corrupt(); c != nil {
+		r.Findings = append([]Finding{{Check: doctor.CheckIntegrity, Severity: doctor.Error, Fix: doctor.FixRecover,
+			Message: "a write of this store met a damaged database file; the store refuses writes until it is reopened"}}, r.Findings...)
+	}
+	return r, nil
+}
+
+// RepairOptions configures Repair.
+type RepairOptions struct {
+	// DryRun lists what would be done without changing the file.
+	DryRun bool
+	// ChunkRows bounds each transaction of a long step (default 5000).
+	ChunkRows int
+	// Progress, when set, is called as long steps advance.
+	Progress func(step string, done, total int64)
+}
+
+// RepairReport lists what Repair did (or would do), with the doctor
+// reports before and after.
+type RepairReport = doctor.RepairReport
+
+// Repair fixes in place what is safe to fix, in bounded steps, never
+// deleting a row (see internal/doctor.Repair). Other processes may keep
+// using the file meanwhile. It returns an error wrapping ErrCorrupt, having
+// changed nothing, when the file has page-level damage (use Recover),
+// ErrBusy when the file stayed locked, ErrStorage otherwise.
+func Repair(ctx context.Context, cfg Config, opts RepairOptions) (*RepairReport, error) {
+	cfg = cfg.withDefaults()
+	return doctor.Repair(ctx, doctor.RepairOptions{Path: cfg.Path, JournalMode: string(cfg.JournalMode),
+		DryRun: opts.DryRun, ChunkRows: opts.ChunkRows, Progress: opts.Progress})
+}

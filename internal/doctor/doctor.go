@@ -1,0 +1,744 @@
+// Package doctor checks, repairs and salvages a SQLite state.db: the report
+// behind `hermes-state doctor`, the bounded repair steps of `repair`, the
+// salvage of `recover` and the housekeeping of `maintain`.
+//
+// It works on a file path and opens its own connections, so it can report on
+// a file the store refuses to open. It imports only root-independent
+// packages (migrations, internal/sqlitex, models); the root package wraps it.
+//
+// Doctor never changes the file it examines: every read is an ordinary
+// query, and the FTS5 'integrity-check' commands (which SQLite runs as
+// INSERT statements) run inside a transaction that is rolled back.
+package doctor
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
+	"github.com/hermesstate/hermesstate/migrations"
+	"github.com/hermesstate/hermesstate/models"
+)
+
+// Severity grades a finding.
+type Severity string
+
+// Severities. Info is never "wrong"; Warning and Error make Report.OK false
+// (and the CLI exit non-zero).
+const (
+	Info    Severity = "info"
+	Warning Severity = "warning"
+	Error   Severity = "error"
+)
+
+func (s Severity) rank() int {
+	switch s {
+	case Error:
+		return 2
+	case Warning:
+		return 1
+	}
+	return 0
+}
+
+// Check names, used in Finding.Check.
+const (
+	CheckFile       = "file"
+	CheckSQLite     = "sqlite"
+	CheckJournal    = "journal_mode"
+	CheckIntegrity  = "integrity"
+	CheckIndex      = "index"
+	CheckFTS        = "fts"
+	CheckForeignKey = "foreign_keys"
+	CheckSchema     = "schema"
+	CheckCounters   = "counters"
+	CheckSpace      = "space"
+	CheckMigrations = "migrations"
+	CheckRepair     = "repair"
+)
+
+// Fix commands named by findings.
+const (
+	FixRepair  = "hermes-state repair"
+	FixRecover = "hermes-state recover --from <this file> --to <new file>"
+	FixMigrate = "hermes-state migrate"
+	FixVacuum  = "hermes-state maintain --vacuum"
+	FixCkpt    = "hermes-state maintain (checkpoint), or stop the process that keeps a read transaction open"
+)
+
+// Finding is one thing doctor found.
+type Finding struct {
+	Check    string   `json:"check"`
+	Severity Severity `json:"severity"`
+	// Object is the table, index, trigger or session concerned, if any.
+	Object  string `json:"object,omitempty"`
+	Message string `json:"message"`
+	// Fix is the command that fixes it; empty for information.
+	Fix string `json:"fix,omitempty"`
+}
+
+// Options configures Check.
+type Options struct {
+	// Path of the SQLite file.
+	Path string
+	// Full runs PRAGMA integrity_check instead of quick_check.
+	Full bool
+	// JournalMode is the configured mode ("wal" when empty, or "delete").
+	JournalMode string
+	// WALWarnBytes is the WAL size above which doctor warns; default 64 MiB.
+	WALWarnBytes int64
+}
+
+// Report is what Check found.
+type Report struct {
+	Path              string    `json:"path"`
+	Full              bool      `json:"full"`
+	SQLiteVersion     string    `json:"sqlite_version"`
+	WALResetBug       bool      `json:"wal_reset_bug"`
+	JournalConfigured string    `json:"journal_mode_configured"`
+	JournalMode       string    `json:"journal_mode"`
+	SchemaVersion     int       `json:"schema_version"`
+	PendingMigrations []string  `json:"pending_migrations"`
+	FTSLayout         string    `json:"fts_layout"`
+	FTSTables         []string  `json:"fts_tables"`
+	PageSize          int64     `json:"page_size"`
+	PageCount         int64     `json:"page_count"`
+	FreelistCount     int64     `json:"freelist_count"`
+	FreelistRatio     float64   `json:"freelist_ratio"`
+	FileBytes         int64     `json:"file_bytes"`
+	WALBytes          int64     `json:"wal_bytes"`
+	Sessions          int64     `json:"sessions"`
+	Messages          int64     `json:"messages"`
+	Findings          []Finding `json:"findings"`
+	Elapsed           string    `json:"elapsed"`
+
+	// what repair needs to know, not part of the printed report
+	state *state
+}
+
+// OK reports whether nothing is wrong (no warning, no error).
+func (r *Report) OK() bool { return r.Worst().rank() == 0 }
+
+// Worst returns the highest severity found (Info when nothing).
+func (r *Report) Worst() Severity {
+	w := Info
+	for _, f := range r.Findings {
+		if f.Severity.rank() > w.rank() {
+			w = f.Severity
+		}
+	}
+	return w
+}
+
+// Problems returns the warnings and errors.
+func (r *Report) Problems() []Finding {
+	var out []Finding
+	for _, f := range r.Findings {
+		if f.Severity != Info {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Has reports whether a warning or error of check (and object, when
+// non-empty) was found.
+func (r *Report) Has(check, object string) bool {
+	for _, f := range r.Findings {
+		if f.Severity != Info && f.Check == check && (object == "" || f.Object == object) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Report) add(check string, sev Severity, object, fix, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	for _, f := range r.Findings {
+		if f.Check == check && f.Object == object && f.Severity == sev && object != "" && check != CheckIntegrity {
+			return // one finding per object and check
+		}
+	}
+	r.Findings = append(r.Findings, Finding{Check: check, Severity: sev, Object: object, Message: msg, Fix: fix})
+}
+
+// state is what the checks learnt, for repair.
+type state struct {
+	unreadable   bool // page-level damage or an unreadable file: repair refuses
+	badIndexes   map[string]bool
+	badFTS       map[string]string // table -> reason
+	missingTrig  []triggerDef
+	missingIdx   []migrations.Statement
+	missingTabs  []migrations.Statement
+	missingCols  map[string][]migrations.Column
+	counterRows  int64
+	orphans      map[string]int64 // "table.column" -> rows
+	ftsByName    map[string]ftsTable
+	layout       string
+	journalWrong bool
+}
+
+// Check examines the file at opts.Path and returns the report. It returns
+// an error wrapping models.ErrNotFound when there is no file, and
+// models.ErrStorage when the file cannot be read at all (permissions); a
+// damaged file is not an error: the damage is reported as findings.
+func Check(ctx context.Context, opts Options) (*Report, error) {
+	start := time.Now()
+	if opts.JournalMode == "" {
+		opts.JournalMode = "wal"
+	}
+	if opts.WALWarnBytes <= 0 {
+		opts.WALWarnBytes = 64 << 20
+	}
+	r := &Report{Path: opts.Path, Full: opts.Full, JournalConfigured: strings.ToLower(opts.JournalMode), Findings: []Finding{},
+		state: &state{badIndexes: map[string]bool{}, badFTS: map[string]string{}, missingCols: map[string][]migrations.Column{}, orphans: map[string]int64{}}}
+	defer func() { r.Elapsed = time.Since(start).Round(time.Millisecond).String() }()
+	st, err := os.Stat(opts.Path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, models.Wrap(models.ErrNotFound, "doctor", err, "no database at "+opts.Path)
+		}
+		return nil, models.Wrap(models.ErrStorage, "doctor", err, "cannot read "+opts.Path)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, models.Errorf(models.ErrInvalid, "doctor", "%s is not a regular file", opts.Path)
+	}
+	r.FileBytes = st.Size()
+	walSt, walErr := os.Stat(opts.Path + "-wal")
+	_, shmErr := os.Stat(opts.Path + "-shm")
+	if walErr == nil {
+		r.WALBytes = walSt.Size()
+	}
+	if !checkHeader(r, opts.Path, walErr == nil && walSt.Size() > 0) {
+		r.state.unreadable = true
+		return r, nil
+	}
+	if walErr != nil && shmErr == nil {
+		r.add(CheckFile, Warning, opts.Path+"-wal", FixRecover,
+			"the -wal file is missing but its index (-shm) is present: a -wal was deleted, and the commits it held (not yet checkpointed) are lost; if a process still has it open, reads fail with I/O errors until that process exits")
+	}
+
+	db, err := openRead(opts.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	c := &checker{ctx: ctx, db: db, r: r, opts: opts}
+	c.run()
+	sort.SliceStable(r.Findings, func(i, j int) bool { return r.Findings[i].Severity.rank() > r.Findings[j].Severity.rank() })
+	return r, ctx.Err()
+}
+
+// openRead opens a connection for checking: not query_only (FTS5
+// integrity-check is an INSERT, run in a rolled-back transaction), foreign
+// keys off, a 5 s busy timeout.
+func openRead(path string) (*sql.DB, error) {
+	dsn := sqlitex.ConnConfig{Path: path, BusyTimeout: 5 * time.Second}.DSN()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, models.Wrap(models.ErrStorage, "doctor", err, "cannot open "+path)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	return db, nil
+}
+
+// gormOn wraps a database/sql handle for the migrations helpers.
+func gormOn(db *sql.DB) (*gorm.DB, error) {
+	return gorm.Open(sqlite.Dialector{Conn: db}, &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
+}
+
+type checker struct {
+	ctx  context.Context
+	db   *sql.DB
+	r    *Report
+	opts Options
+	// names of objects in sqlite_master by type
+	objects map[string]map[string]string // type -> name -> sql
+}
+
+// describeErr turns a read error into a sentence and whether the file is
+// unreadable because of it.
+func describeErr(err error) string {
+	c, _ := sqlitex.Code(err)
+	switch {
+	case c == 522:
+		return "disk I/O error: a short read (the -wal index points past the end of the -wal file, or the file was truncated)"
+	case sqlitex.IsIOErr(err):
+		return "disk I/O error"
+	case c&0xff == 26:
+		return "file is not a database"
+	case sqlitex.IsCorrupt(err):
+		return "database disk image is malformed"
+	case sqlitex.IsLock(err):
+		return "the file stayed locked by another process"
+	}
+	return err.Error()
+}
+
+func (c *checker) fatal(what string, err error) {
+	c.r.state.unreadable = true
+	c.r.add(CheckIntegrity, Error, "", FixRecover, "%s failed: %s", what, describeErr(err))
+}
+
+func (c *checker) run() {
+	ctx, db, r := c.ctx, c.db, c.r
+	if err := db.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&r.SQLiteVersion); err != nil {
+		c.fatal("opening the file", err)
+		return
+	}
+	if v, err := sqlitex.ParseVersion(r.SQLiteVersion); err == nil {
+		r.WALResetBug = v.HasWALResetBug()
+	}
+	if r.WALResetBug {
+		r.add(CheckSQLite, Warning, r.SQLiteVersion, "build with github.com/glebarez/go-sqlite v1.23.0 (SQLite 3.53.3) or newer",
+			"SQLite %s has the WAL-reset corruption bug (3.7.0 to 3.51.2)", r.SQLiteVersion)
+	} else {
+		r.add(CheckSQLite, Info, "", "", "SQLite %s (no WAL-reset bug)", r.SQLiteVersion)
+	}
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&r.JournalMode); err != nil {
+		c.fatal("reading the journal mode", err)
+		return
+	}
+	r.JournalMode = strings.ToLower(r.JournalMode)
+	c.pragmaInt("page_size", &r.PageSize)
+	c.pragmaInt("page_count", &r.PageCount)
+	c.pragmaInt("freelist_count", &r.FreelistCount)
+	if r.PageCount > 0 {
+		r.FreelistRatio = float64(r.FreelistCount) / float64(r.PageCount)
+	}
+	c.journal()
+	c.space()
+	if !c.integrity() {
+		return
+	}
+	if !c.loadSchema() {
+		return
+	}
+	c.schemaShape()
+	c.fts()
+	c.foreignKeys()
+	c.counters()
+	c.versions()
+	c.collapseUnadopted()
+	c.repairMarkers()
+}
+
+// collapseUnadopted replaces the schema warnings of a file whose migrations
+// have not run yet by one finding: adoption (any writable open, or
+// `migrate`) adds what is missing.
+func (c *checker) collapseUnadopted() {
+	if len(c.r.PendingMigrations) == 0 {
+		return
+	}
+	var kept []Finding
+	n := 0
+	for _, f := range c.r.Findings {
+		if f.Check == CheckSchema && f.Severity == Warning {
+			n++
+			continue
+		}
+		kept = append(kept, f)
+	}
+	if n == 0 {
+		return
+	}
+	c.r.Findings = kept
+	st := c.r.state
+	cols := 0
+	for _, cs := range st.missingCols {
+		cols += len(cs)
+	}
+	c.r.add(CheckSchema, Warning, "", FixMigrate, "the file is not adopted to v30 yet: %d tables, %d columns, %d indexes and %d triggers of v30 are missing; adoption adds them without rewriting rows",
+		len(st.missingTabs), cols, len(st.missingIdx), len(st.missingTrig))
+}
+
+func (c *checker) pragmaInt(name string, dst *int64) {
+	_ = c.db.QueryRowContext(c.ctx, "PRAGMA "+name).Scan(dst)
+}
+
+func (c *checker) journal() {
+	r := c.r
+	if r.JournalMode == "wal" && r.WALResetBug {
+		r.add(CheckJournal, Error, "", "configure journal mode delete, or upgrade SQLite",
+			"the file is in WAL mode on a SQLite build with the WAL-reset bug")
+	}
+	if r.JournalMode != r.JournalConfigured {
+		fix := FixRepair
+		msg := "the file is in journal mode %s but %s is configured"
+		if r.JournalMode == "wal" {
+			msg += "; a WAL file is never switched back while the store is open (repair switches it when no other process uses it)"
+		}
+		r.state.journalWrong = true
+		r.add(CheckJournal, Warning, "", fix, msg, r.JournalMode, r.JournalConfigured)
+	} else {
+		r.add(CheckJournal, Info, "", "", "journal mode %s, as configured", r.JournalMode)
+	}
+}
+
+func (c *checker) space() {
+	r := c.r
+	if r.PageCount > 0 && r.FreelistRatio >= 0.25 {
+		r.add(CheckSpace, Warning, "", FixVacuum, "%d of %d pages (%.0f%%) are free; VACUUM would give %s back",
+			r.FreelistCount, r.PageCount, 100*r.FreelistRatio, bytesString(r.FreelistCount*r.PageSize))
+	} else {
+		r.add(CheckSpace, Info, "", "", "%d of %d pages free (%.1f%%)", r.FreelistCount, r.PageCount, 100*r.FreelistRatio)
+	}
+	if r.WALBytes > c.opts.WALWarnBytes {
+		r.add(CheckSpace, Warning, c.opts.Path+"-wal", FixCkpt, "the WAL holds %s: checkpoints are not keeping up", bytesString(r.WALBytes))
+	}
+}
+
+func bytesString(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+var (
+	ftsLineRE   = regexp.MustCompile(`FTS5 table (?:\w+\.)?(\w+)`)
+	indexLineRE = regexp.MustCompile(`(?:missing from index|entries in index|entry in index|index) (\w+)`)
+)
+
+// integrity runs quick_check (integrity_check with Full) and classifies
+// every line. It returns false when the schema cannot be read.
+func (c *checker) integrity() bool {
+	pragma := "quick_check(200)"
+	if c.opts.Full {
+		pragma = "integrity_check(200)"
+	}
+	rows, err := c.db.QueryContext(c.ctx, "PRAGMA "+pragma)
+	if err != nil {
+		c.fatal("PRAGMA "+pragma, err)
+		return false
+	}
+	var lines []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			break
+		}
+		lines = append(lines, s)
+	}
+	err = rows.Err()
+	rows.Close()
+	pageLevel := 0
+	for _, l := range lines {
+		if l == "ok" {
+			continue
+		}
+		if m := ftsLineRE.FindStringSubmatch(l); m != nil {
+			c.r.state.badFTS[m[1]] = l
+			c.r.add(CheckFTS, Error, m[1], FixRepair, "FTS index %s is inconsistent: %s", m[1], l)
+			continue
+		}
+		if m := indexLineRE.FindStringSubmatch(l); m != nil && !strings.HasPrefix(l, "***") && !strings.Contains(l, "Tree ") && !strings.Contains(l, "Page ") {
+			c.r.state.badIndexes[m[1]] = true
+			c.r.add(CheckIndex, Error, m[1], FixRepair, "index %s does not match its table: %s", m[1], l)
+			continue
+		}
+		if strings.HasPrefix(l, "*** in database") {
+			continue
+		}
+		pageLevel++
+		if pageLevel <= 5 {
+			c.r.add(CheckIntegrity, Error, "", FixRecover, "page-level damage: %s", l)
+		}
+	}
+	if pageLevel > 5 {
+		c.r.add(CheckIntegrity, Error, "", FixRecover, "%d more lines of page-level damage", pageLevel-5)
+	}
+	if pageLevel > 0 {
+		c.r.state.unreadable = true
+	}
+	if err != nil {
+		c.fatal("PRAGMA "+pragma, err)
+		return false
+	}
+	if len(lines) == 1 && lines[0] == "ok" {
+		c.r.add(CheckIntegrity, Info, "", "", "%s: ok", strings.TrimSuffix(pragma, "(200)"))
+	}
+	return true
+}
+
+func (c *checker) loadSchema() bool {
+	rows, err := c.db.QueryContext(c.ctx, "SELECT type, name, COALESCE(sql, '') FROM sqlite_master")
+	if err != nil {
+		c.fatal("reading the schema", err)
+		return false
+	}
+	defer rows.Close()
+	c.objects = map[string]map[string]string{}
+	for rows.Next() {
+		var typ, name, s string
+		if err := rows.Scan(&typ, &name, &s); err != nil {
+			c.fatal("reading the schema", err)
+			return false
+		}
+		if c.objects[typ] == nil {
+			c.objects[typ] = map[string]string{}
+		}
+		c.objects[typ][name] = s
+	}
+	if err := rows.Err(); err != nil {
+		c.fatal("reading the schema", err)
+		return false
+	}
+	return true
+}
+
+func (c *checker) has(typ, name string) bool {
+	_, ok := c.objects[typ][name]
+	return ok
+}
+
+// schemaShape compares tables, columns, indexes and display triggers with
+// the embedded v30 schema.
+func (c *checker) schemaShape() {
+	r := c.r
+	ref, err := migrations.ReferenceColumns()
+	if err != nil {
+		r.add(CheckSchema, Error, "", "", "the embedded schema cannot be read: %v", err)
+		return
+	}
+	refIdx := map[string]bool{}
+	for _, st := range migrations.Schema() {
+		switch st.Kind {
+		case "table":
+			if !c.has("table", st.Name) {
+				r.state.missingTabs = append(r.state.missingTabs, st)
+				r.add(CheckSchema, Warning, st.Name, FixRepair, "table %s is missing", st.Name)
+				continue
+			}
+			have, err := tableInfo(c.ctx, c.db, st.Name)
+			if err != nil {
+				c.r.add(CheckSchema, Error, st.Name, FixRecover, "cannot read the columns of %s: %s", st.Name, describeErr(err))
+				continue
+			}
+			present := map[string]bool{}
+			for _, col := range have {
+				present[strings.ToLower(col.Name)] = true
+			}
+			refSet := map[string]bool{}
+			for _, col := range ref[st.Name] {
+				refSet[strings.ToLower(col.Name)] = true
+				if !present[strings.ToLower(col.Name)] {
+					r.state.missingCols[st.Name] = append(r.state.missingCols[st.Name], col)
+					r.add(CheckSchema, Warning, st.Name+"."+col.Name, FixRepair, "column %s.%s is missing", st.Name, col.Name)
+				}
+			}
+			for _, col := range have {
+				if !refSet[strings.ToLower(col.Name)] {
+					r.add(CheckSchema, Info, st.Name+"."+col.Name, "", "extra column %s.%s (not in the v30 schema; kept)", st.Name, col.Name)
+				}
+			}
+		case "index":
+			refIdx[st.Name] = true
+			if !c.has("index", st.Name) {
+				r.state.missingIdx = append(r.state.missingIdx, st)
+				r.add(CheckSchema, Warning, st.Name, FixRepair, "index %s is missing (queries that use it scan the table)", st.Name)
+			}
+		case "trigger":
+			if !c.has("trigger", st.Name) {
+				r.state.missingTrig = append(r.state.missingTrig, triggerDef{Name: st.Name, SQL: st.SQL})
+				r.add(CheckSchema, Warning, st.Name, FixRepair, "display trigger %s is missing (display order is not kept for new messages)", st.Name)
+			}
+		}
+	}
+	var extra []string
+	for name, s := range c.objects["index"] {
+		if refIdx[name] || s == "" || strings.HasPrefix(name, "sqlite_autoindex_") {
+			continue
+		}
+		extra = append(extra, name)
+	}
+	sort.Strings(extra)
+	for _, name := range extra {
+		r.add(CheckSchema, Info, name, "", "extra index %s (not in the v30 schema; kept)", name)
+	}
+}
+
+// foreignKeys runs PRAGMA foreign_key_check and counts orphans per
+// relation.
+func (c *checker) foreignKeys() {
+	rows, err := c.db.QueryContext(c.ctx, "PRAGMA foreign_key_check")
+	if err != nil {
+		c.r.add(CheckForeignKey, Error, "", FixRecover, "foreign_key_check failed: %s", describeErr(err))
+		return
+	}
+	type key struct{ table, parent string }
+	counts := map[key]int64{}
+	var order []key
+	for rows.Next() {
+		var table, parent string
+		var rowid sql.NullInt64
+		var fkid int64
+		if err := rows.Scan(&table, &rowid, &parent, &fkid); err != nil {
+			break
+		}
+		k := key{table, parent}
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		c.r.add(CheckForeignKey, Error, "", FixRecover, "foreign_key_check failed: %s", describeErr(err))
+	}
+	for _, k := range order {
+		col := fkColumn(k.table, k.parent)
+		c.r.state.orphans[k.table+"."+col] = counts[k]
+		c.r.add(CheckForeignKey, Warning, k.table+"."+col, FixRepair,
+			"%d %s rows reference a missing %s row (%s); repair keeps them and restores the reference", counts[k], k.table, k.parent, col)
+	}
+}
+
+// fkColumn names the referencing column of the Hermes foreign keys.
+func fkColumn(table, parent string) string {
+	switch {
+	case table == "sessions" && parent == "sessions":
+		return "parent_session_id"
+	case table == "sessions" && parent == "system_prompts":
+		return "system_prompt_hash"
+	}
+	return "session_id"
+}
+
+// counterSQL selects the sessions whose message_count or tool_call_count
+// disagree with their rows. tool_call_count is accepted under either Hermes
+// rule: the number of tool calls in tool_calls (v3+), or one per
+// tool-related message (v1–v2).
+const counterSQL = `WITH agg AS (
+  SELECT session_id, count(*) AS n,
+         SUM(CASE WHEN tool_calls IS NULL OR tool_calls = '' THEN 0
+                  WHEN json_valid(tool_calls) AND json_type(tool_calls) = 'array' THEN json_array_length(tool_calls)
+                  ELSE 1 END) AS tc,
+         SUM(CASE WHEN role = 'tool' OR (tool_calls IS NOT NULL AND tool_calls <> '') THEN 1 ELSE 0 END) AS tc_old
+  FROM messages GROUP BY session_id)
+SELECT s.id, COALESCE(s.message_count, 0), COALESCE(s.tool_call_count, 0), COALESCE(a.n, 0), COALESCE(a.tc, 0)
+FROM sessions AS s LEFT JOIN agg AS a ON a.session_id = s.id
+WHERE COALESCE(s.message_count, 0) <> COALESCE(a.n, 0)
+   OR (COALESCE(s.tool_call_count, 0) <> COALESCE(a.tc, 0) AND COALESCE(s.tool_call_count, 0) <> COALESCE(a.tc_old, 0))`
+
+func (c *checker) counters() {
+	if !c.has("table", "sessions") || !c.has("table", "messages") {
+		return
+	}
+	_ = c.db.QueryRowContext(c.ctx, "SELECT count(*) FROM sessions").Scan(&c.r.Sessions)
+	_ = c.db.QueryRowContext(c.ctx, "SELECT count(*) FROM messages").Scan(&c.r.Messages)
+	rows, err := c.db.QueryContext(c.ctx, counterSQL)
+	if err != nil {
+		c.r.add(CheckCounters, Error, "", FixRecover, "counting messages failed: %s", describeErr(err))
+		return
+	}
+	defer rows.Close()
+	var n int64
+	var example string
+	for rows.Next() {
+		var id string
+		var mc, tc, rn, rtc int64
+		if err := rows.Scan(&id, &mc, &tc, &rn, &rtc); err != nil {
+			break
+		}
+		if n == 0 {
+			example = fmt.Sprintf("session %s: message_count %d for %d rows, tool_call_count %d for %d tool calls", id, mc, rn, tc, rtc)
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		c.r.add(CheckCounters, Error, "", FixRecover, "counting messages failed: %s", describeErr(err))
+		return
+	}
+	c.r.state.counterRows = n
+	if n > 0 {
+		c.r.add(CheckCounters, Warning, "sessions", FixRepair, "%d sessions have counters that disagree with their rows (first: %s)", n, example)
+	}
+}
+
+func (c *checker) versions() {
+	g, err := gormOn(c.db)
+	if err != nil {
+		return
+	}
+	g = g.WithContext(c.ctx)
+	v, err := migrations.FileVersion(g)
+	if err != nil {
+		c.r.add(CheckMigrations, Error, "schema_version", FixRecover, "cannot read schema_version: %s", describeErr(err))
+		return
+	}
+	c.r.SchemaVersion = v
+	pending, err := migrations.Pending(c.ctx, g)
+	if err != nil {
+		c.r.add(CheckMigrations, Error, migrations.TableName, FixRecover, "cannot read the applied migrations: %s", describeErr(err))
+		return
+	}
+	c.r.PendingMigrations = pending
+	if pending == nil {
+		c.r.PendingMigrations = []string{}
+	}
+	switch {
+	case len(pending) > 0:
+		c.r.add(CheckMigrations, Warning, "", FixMigrate, "schema version %d; adoption would run %s", v, strings.Join(pending, ", "))
+	case v > migrations.HermesSchemaVersion:
+		c.r.add(CheckMigrations, Info, "", "", "schema version %d is newer than %d (written by a newer Hermes); kept as is", v, migrations.HermesSchemaVersion)
+	default:
+		c.r.add(CheckMigrations, Info, "", "", "schema version %d, no migration pending", v)
+	}
+}
+
+func (c *checker) repairMarkers() {
+	if !c.has("table", "state_meta") {
+		return
+	}
+	rows, err := c.db.QueryContext(c.ctx, "SELECT key FROM state_meta WHERE key LIKE ? ESCAPE '\\'", strings.ReplaceAll(repairMarkerPrefix, "_", "\\_")+"%")
+	if err != nil {
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		if rows.Scan(&k) == nil {
+			t := strings.TrimPrefix(k, repairMarkerPrefix)
+			c.r.state.badFTS[t] = "an interrupted repair left it partly rebuilt"
+			c.r.add(CheckRepair, Warning, t, FixRepair, "a repair of %s was interrupted; run repair again to finish it", t)
+		}
+	}
+}
+
+func tableInfo(ctx context.Context, db *sql.DB, table string) ([]migrations.Column, error) {
+	rows, err := db.QueryContext(ctx, "SELECT cid, name, type, \"notnull\", dflt_value, pk FROM pragma_table_info(?)", table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []migrations.Column
+	for rows.Next() {
+		var col migrations.Column
+		var nn int
+		if err := rows.Scan(&col.CID, &col.Name, &col.Type, &nn, &col.Default, &col.PK); err != nil {
+			return nil, err
+		}
+		col.NotNull = nn != 0
+		out = append(out, col)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,416 @@
+package doctor
+
+// FTS knowledge doctor and repair need: which Hermes FTS layout a file has,
+// which shadow tables and triggers that layout needs, and how to rebuild an
+// FTS table. Package fts (issue 3) owns the FTS DDL of new files; until it
+// exposes layout detection and rebuild helpers, the small versions here are
+// used (swap them for package fts' functions once they exist).
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
+)
+
+// FTS layouts of Hermes files.
+const (
+	LayoutNone     = "none"          // no messages_fts table
+	LayoutExternal = "v1-external"   // v1–v9: messages_fts(content, content=messages)
+	LayoutInline   = "legacy-inline" // v10–v22: inline messages_fts + messages_fts_trigram
+	LayoutCurrent  = "current"       // v23+: external content through views
+	LayoutUnknown  = "unknown"       // a messages_fts of another shape
+	cjkTokenizer   = "cjk_unicode61" // Hermes' native tokenizer, not loadable here
+	legacyExpr     = "COALESCE(%[1]s.content, '') || ' ' || COALESCE(%[1]s.tool_name, '') || ' ' || COALESCE(%[1]s.tool_calls, '')"
+	rebuildHW      = "fts_rebuild_high_water"
+	rebuildProg    = "fts_rebuild_progress"
+	ftsStaleKey    = "fts_stale"
+	ftsCJKStaleKey = "fts_cjk_stale"
+)
+
+type ftsTable struct {
+	Name     string
+	SQL      string
+	Columns  []string
+	Content  string // external content table or view ("" = inline)
+	Tokenize string
+	NoSize   bool // columnsize=0
+}
+
+func (t ftsTable) external() bool { return t.Content != "" }
+
+// shadows returns the shadow tables FTS5 keeps for t.
+func (t ftsTable) shadows() []string {
+	out := []string{t.Name + "_data", t.Name + "_idx", t.Name + "_config"}
+	if !t.NoSize {
+		out = append(out, t.Name+"_docsize")
+	}
+	if !t.external() {
+		out = append(out, t.Name+"_content")
+	}
+	return out
+}
+
+var fts5RE = regexp.MustCompile(`(?is)^CREATE\s+VIRTUAL\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?["'\x60\[]?(\w+)["'\x60\]]?\s+USING\s+fts5\s*\((.*)\)\s*$`)
+
+// parseFTS parses a CREATE VIRTUAL TABLE ... USING fts5(...) statement; ok
+// is false for anything else.
+func parseFTS(s string) (ftsTable, bool) {
+	m := fts5RE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return ftsTable{}, false
+	}
+	t := ftsTable{Name: m[1], SQL: s}
+	for _, arg := range splitArgs(m[2]) {
+		arg = strings.TrimSpace(arg)
+		if k, v, ok := strings.Cut(arg, "="); ok {
+			v = strings.Trim(strings.TrimSpace(v), `'"`)
+			switch strings.ToLower(strings.TrimSpace(k)) {
+			case "content":
+				t.Content = v
+			case "tokenize":
+				t.Tokenize = v
+			case "columnsize":
+				t.NoSize = v == "0"
+			}
+			continue
+		}
+		if arg != "" {
+			t.Columns = append(t.Columns, strings.Fields(arg)[0])
+		}
+	}
+	return t, true
+}
+
+func splitArgs(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	var quote rune
+	for i, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == '(':
+			depth++
+		case r == ')':
+			depth--
+		case r == ',' && depth == 0:
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+func detectLayout(tables map[string]ftsTable) string {
+	mf, ok := tables["messages_fts"]
+	switch {
+	case !ok:
+		return LayoutNone
+	case mf.Content == "messages":
+		return LayoutExternal
+	case mf.Content == "messages_fts_src":
+		return LayoutCurrent
+	case !mf.external():
+		return LayoutInline
+	}
+	return LayoutUnknown
+}
+
+type triggerDef struct {
+	Name  string
+	SQL   string
+	Table string // FTS table it feeds ("" for display triggers)
+}
+
+// gate is the rebuild-marker condition of the current layout's triggers.
+func gate(ref string) string {
+	return fmt.Sprintf(`(%[1]s.id > COALESCE((SELECT CAST(value AS INTEGER) FROM state_meta WHERE key = 'fts_rebuild_high_water'), -1)
+   OR %[1]s.id <= COALESCE((SELECT CAST(value AS INTEGER) FROM state_meta WHERE key = 'fts_rebuild_progress'), -1))`, ref)
+}
+
+const trigramSessionOK = `EXISTS (SELECT 1 FROM sessions WHERE id = %[1]s.session_id AND source NOT IN ('cron', 'subagent')
+     AND json_extract((CASE WHEN json_valid(model_config) THEN model_config ELSE json_object() END), '$._delegate_from') IS NULL)`
+
+func toolPrefix(ref string) string {
+	return fmt.Sprintf("CASE WHEN %[1]s.role = 'tool' THEN substr(COALESCE(%[1]s.content, ''), 1, 8192) ELSE %[1]s.content END", ref)
+}
+
+// expectedTriggers returns the FTS triggers the layout needs for the FTS
+// tables present, with DDL that recreates them.
+func expectedTriggers(layout string, tables map[string]ftsTable) []triggerDef {
+	var out []triggerDef
+	add := func(table, name, sql string) {
+		if _, ok := tables[table]; ok {
+			out = append(out, triggerDef{Name: name, SQL: sql, Table: table})
+		}
+	}
+	switch layout {
+	case LayoutExternal:
+		add("messages_fts", "messages_fts_insert", `CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+END`)
+		add("messages_fts", "messages_fts_delete", `CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES('delete', old.id, old.content);
+END`)
+		add("messages_fts", "messages_fts_update", `CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES('delete', old.id, old.content);
+    INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+END`)
+	case LayoutInline:
+		for _, t := range []string{"messages_fts", "messages_fts_trigram"} {
+			ins := fmt.Sprintf("INSERT INTO %s(rowid, content) VALUES (new.id, %s);", t, fmt.Sprintf(legacyExpr, "new"))
+			del := fmt.Sprintf("DELETE FROM %s WHERE rowid = old.id;", t)
+			add(t, t+"_insert", fmt.Sprintf("CREATE TRIGGER %s_insert AFTER INSERT ON messages BEGIN\n    %s\nEND", t, ins))
+			add(t, t+"_delete", fmt.Sprintf("CREATE TRIGGER %s_delete AFTER DELETE ON messages BEGIN\n    %s\nEND", t, del))
+			add(t, t+"_update", fmt.Sprintf("CREATE TRIGGER %s_update AFTER UPDATE OF content, tool_name, tool_calls ON messages BEGIN\n    %s\n    %s\nEND", t, del, ins))
+		}
+	case LayoutCurrent:
+		add("messages_fts", "messages_fts_insert", fmt.Sprintf(`CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages
+WHEN %s
+BEGIN
+    INSERT INTO messages_fts(rowid, content, tool_name, tool_calls) VALUES (new.id, %s, new.tool_name, new.tool_calls);
+END`, gate("new"), toolPrefix("new")))
+		add("messages_fts", "messages_fts_delete", fmt.Sprintf(`CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+WHEN %s
+BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content, tool_name, tool_calls) VALUES ('delete', old.id, %s, old.tool_name, old.tool_calls);
+END`, gate("old"), toolPrefix("old")))
+		add("messages_fts", "messages_fts_update", fmt.Sprintf(`CREATE TRIGGER messages_fts_update
+AFTER UPDATE OF content, tool_name, tool_calls, role ON messages
+WHEN (old.content IS NOT new.content OR old.tool_name IS NOT new.tool_name OR old.tool_calls IS NOT new.tool_calls OR old.role IS NOT new.role)
+   AND %s
+BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content, tool_name, tool_calls) VALUES ('delete', old.id, %s, old.tool_name, old.tool_calls);
+    INSERT INTO messages_fts(rowid, content, tool_name, tool_calls) VALUES (new.id, %s, new.tool_name, new.tool_calls);
+END`, gate("old"), toolPrefix("old"), toolPrefix("new")))
+		add("messages_fts_trigram", "messages_fts_trigram_insert", fmt.Sprintf(`CREATE TRIGGER messages_fts_trigram_insert AFTER INSERT ON messages
+WHEN new.role <> 'tool' AND %s AND %s
+BEGIN
+    INSERT INTO messages_fts_trigram(rowid, content, tool_name) VALUES (new.id, new.content, new.tool_name);
+END`, fmt.Sprintf(trigramSessionOK, "new"), gate("new")))
+		add("messages_fts_trigram", "messages_fts_trigram_delete", fmt.Sprintf(`CREATE TRIGGER messages_fts_trigram_delete AFTER DELETE ON messages
+WHEN old.role <> 'tool' AND %s AND %s
+BEGIN
+    INSERT INTO messages_fts_trigram(messages_fts_trigram, rowid, content, tool_name) VALUES ('delete', old.id, old.content, old.tool_name);
+END`, fmt.Sprintf(trigramSessionOK, "old"), gate("old")))
+		add("messages_fts_trigram", "messages_fts_trigram_update", fmt.Sprintf(`CREATE TRIGGER messages_fts_trigram_update
+AFTER UPDATE OF content, tool_name, role ON messages
+WHEN (old.content IS NOT new.content OR old.tool_name IS NOT new.tool_name OR old.role IS NOT new.role)
+   AND %s
+BEGIN
+    INSERT INTO messages_fts_trigram(messages_fts_trigram, rowid, content, tool_name)
+    SELECT 'delete', old.id, old.content, old.tool_name WHERE old.role <> 'tool' AND %s;
+    INSERT INTO messages_fts_trigram(rowid, content, tool_name)
+    SELECT new.id, new.content, new.tool_name WHERE new.role <> 'tool' AND %s;
+END`, gate("old"), fmt.Sprintf(trigramSessionOK, "old"), fmt.Sprintf(trigramSessionOK, "new")))
+	}
+	return out
+}
+
+// fts examines every FTS5 table: shadow tables, triggers, FTS5
+// 'integrity-check' (in a rolled-back transaction) and the row count
+// against its source.
+func (c *checker) fts() {
+	r := c.r
+	tables := map[string]ftsTable{}
+	for name, s := range c.objects["table"] {
+		if t, ok := parseFTS(s); ok && t.Name == name {
+			tables[name] = t
+		}
+	}
+	r.state.ftsByName = tables
+	r.state.layout = detectLayout(tables)
+	r.FTSLayout = r.state.layout
+	r.FTSTables = []string{}
+	for n := range tables {
+		r.FTSTables = append(r.FTSTables, n)
+	}
+	sort.Strings(r.FTSTables)
+	meta := c.meta(rebuildHW, rebuildProg, ftsStaleKey, ftsCJKStaleKey, "fts_storage_version")
+	backfill := meta[rebuildHW] != ""
+	switch r.state.layout {
+	case LayoutNone:
+		r.add(CheckFTS, Info, "", "", "no FTS tables (search uses LIKE until an FTS layout is created)")
+	case LayoutUnknown:
+		r.add(CheckFTS, Warning, "messages_fts", "", "messages_fts has a shape no Hermes version wrote: %s", tables["messages_fts"].SQL)
+	default:
+		r.add(CheckFTS, Info, "", "", "FTS layout %s (fts_storage_version %q)", r.state.layout, meta["fts_storage_version"])
+	}
+	if r.state.layout == LayoutCurrent && meta["fts_storage_version"] != "" && meta["fts_storage_version"] != "3" {
+		r.add(CheckFTS, Info, "fts_storage_version", "", "state_meta.fts_storage_version is %q for the current layout (3 expected)", meta["fts_storage_version"])
+	}
+	if backfill {
+		r.add(CheckFTS, Info, "", "", "an FTS backfill is in progress (%s=%s, %s=%s); index counts are not compared",
+			rebuildHW, meta[rebuildHW], rebuildProg, meta[rebuildProg])
+	}
+	for _, name := range r.FTSTables {
+		t := tables[name]
+		if strings.Contains(t.Tokenize, cjkTokenizer) {
+			r.add(CheckFTS, Info, name, "", "%s uses the native tokenizer %s, which this build cannot load; not checked", name, cjkTokenizer)
+			continue
+		}
+		var missing []string
+		for _, sh := range t.shadows() {
+			if !c.has("table", sh) {
+				missing = append(missing, sh)
+			}
+		}
+		if len(missing) > 0 {
+			r.state.badFTS[name] = "missing shadow tables"
+			r.add(CheckFTS, Error, name, FixRepair, "FTS table %s lacks its shadow tables %s: every message write fails while its triggers exist", name, strings.Join(missing, ", "))
+			continue
+		}
+		if t.external() && !c.has("table", t.Content) && !c.has("view", t.Content) {
+			r.state.badFTS[name] = "missing content source"
+			r.add(CheckFTS, Error, name, FixRepair, "FTS table %s reads its content from %s, which is missing", name, t.Content)
+			continue
+		}
+		if _, bad := r.state.badFTS[name]; !bad {
+			if err := c.ftsIntegrity(t, c.opts.Full && !backfill); err != nil {
+				r.state.badFTS[name] = err.Error()
+				if sqlitex.IsCorrupt(err) {
+					r.add(CheckFTS, Error, name, FixRepair, "FTS index %s fails FTS5 integrity-check (the index does not match its content)", name)
+				} else {
+					r.add(CheckFTS, Error, name, FixRepair, "FTS table %s cannot be checked: %s", name, describeErr(err))
+				}
+				continue
+			}
+		}
+		if !backfill {
+			idx, src, err := c.ftsCounts(t)
+			if err == nil && idx != src {
+				r.state.badFTS[name] = "row count differs"
+				r.add(CheckFTS, Error, name, FixRepair, "FTS table %s indexes %d rows but its source holds %d (search misses or returns stale rows)", name, idx, src)
+			}
+		}
+	}
+	stale := meta[ftsStaleKey] == "1"
+	for _, tg := range expectedTriggers(r.state.layout, tables) {
+		if c.has("trigger", tg.Name) {
+			continue
+		}
+		if stale {
+			r.add(CheckFTS, Info, tg.Name, "", "FTS trigger %s is absent because state_meta.fts_stale = 1 (search uses LIKE until a rebuild)", tg.Name)
+			continue
+		}
+		r.state.missingTrig = append(r.state.missingTrig, tg)
+		r.state.badFTS[tg.Table] = "trigger missing"
+		r.add(CheckFTS, Error, tg.Name, FixRepair, "FTS trigger %s is missing: new or changed messages are not indexed in %s", tg.Name, tg.Table)
+	}
+	if t, ok := tables["messages_fts_cjk"]; ok && meta[ftsCJKStaleKey] != "1" {
+		for _, n := range []string{"_insert", "_delete", "_update"} {
+			if c.has("trigger", t.Name+n) {
+				r.add(CheckFTS, Warning, t.Name+n, "open the store once (a pure-Go build drops the cjk triggers and sets fts_cjk_stale)",
+					"trigger %s%s feeds a table whose tokenizer this build cannot load: message writes fail here", t.Name, n)
+			}
+		}
+	}
+}
+
+func (c *checker) meta(keys ...string) map[string]string {
+	out := map[string]string{}
+	if !c.has("table", "state_meta") {
+		return out
+	}
+	for _, k := range keys {
+		var v sql.NullString
+		if err := c.db.QueryRowContext(c.ctx, "SELECT value FROM state_meta WHERE key = ?", k).Scan(&v); err == nil && v.Valid {
+			out[k] = v.String
+		}
+	}
+	return out
+}
+
+// ftsIntegrity runs FTS5 'integrity-check' on t inside a transaction that
+// is rolled back. withContent compares an external-content index with its
+// content too (rank 1; it re-tokenizes every row).
+func (c *checker) ftsIntegrity(t ftsTable, withContent bool) error {
+	tx, err := c.db.BeginTx(c.ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	q := fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('integrity-check')", quoteIdent(t.Name))
+	if withContent && t.external() {
+		q = fmt.Sprintf("INSERT INTO %[1]s(%[1]s, rank) VALUES ('integrity-check', 1)", quoteIdent(t.Name))
+	}
+	_, err = tx.ExecContext(c.ctx, q)
+	return err
+}
+
+// ftsCounts returns the rows t indexes (its docsize or content shadow) and
+// the rows its source holds.
+func (c *checker) ftsCounts(t ftsTable) (idx, src int64, err error) {
+	shadow := t.Name + "_docsize"
+	if t.NoSize {
+		if t.external() {
+			return 0, 0, errors.New("no docsize")
+		}
+		shadow = t.Name + "_content"
+	}
+	if err = c.db.QueryRowContext(c.ctx, "SELECT count(*) FROM "+quoteIdent(shadow)).Scan(&idx); err != nil {
+		return
+	}
+	source := "messages"
+	if t.external() {
+		source = t.Content
+	}
+	err = c.db.QueryRowContext(c.ctx, "SELECT count(*) FROM "+quoteIdent(source)).Scan(&src)
+	return
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// ftsSegments returns the number of segments of t's index, read from its
+// structure record (id 10 of %_data): a 4-byte cookie, then varints nLevel,
+// nSegment, ...
+func ftsSegments(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, table string) (int64, error) {
+	var b []byte
+	if err := q.QueryRowContext(ctx, "SELECT block FROM "+quoteIdent(table+"_data")+" WHERE id = 10").Scan(&b); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	if len(b) < 5 {
+		return 0, nil
+	}
+	p := b[4:]
+	_, n := sqliteVarint(p) // nLevel
+	if n == 0 {
+		return 0, nil
+	}
+	seg, m := sqliteVarint(p[n:])
+	if m == 0 {
+		return 0, nil
+	}
+	return int64(seg), nil
+}
+
+// sqliteVarint decodes SQLite's big-endian varint; it returns the byte
+// count 0 on a short buffer.
+func sqliteVarint(p []byte) (uint64, int) {
+	var v uint64
+	for i := 0; i < 9 && i < len(p); i++ {
+		if i == 8 {
+			return v<<8 | uint64(p[i]), 9
+		}
+		v = v<<7 | uint64(p[i]&0x7f)
+		if p[i]&0x80 == 0 {
+			return v, i + 1
+		}
+	}
+	return 0, 0
+}

@@ -1,0 +1,507 @@
+package doctor
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
+	"github.com/hermesstate/hermesstate/models"
+)
+
+// repairMarkerPrefix + table is the state_meta key holding the last message
+// id an interrupted FTS repopulation reached.
+const repairMarkerPrefix = "hermesstate_repair_fts:"
+
+// RepairOptions configures Repair.
+type RepairOptions struct {
+	Path string
+	// JournalMode is the configured mode ("wal" when empty).
+	JournalMode string
+	// DryRun lists the steps without running them.
+	DryRun bool
+	// ChunkRows bounds each transaction of a long step; default 5000.
+	ChunkRows int
+	// Progress, when set, is called as long steps advance.
+	Progress func(step string, done, total int64)
+}
+
+// Action is one repair step, done or (dry run) planned.
+type Action struct {
+	Step   string `json:"step"`
+	Object string `json:"object,omitempty"`
+	Detail string `json:"detail"`
+	Rows   int64  `json:"rows,omitempty"`
+}
+
+// RepairReport says what Repair did.
+type RepairReport struct {
+	DryRun  bool     `json:"dry_run"`
+	Before  *Report  `json:"before"`
+	After   *Report  `json:"after,omitempty"`
+	Actions []Action `json:"actions"`
+	// Unfixable are the problems repair does not fix (recover does).
+	Unfixable []Finding `json:"unfixable"`
+}
+
+// Repair fixes what is safe to fix in place, in bounded steps that each
+// commit on their own, never deleting a row: journal mode, missing tables,
+// columns, indexes and triggers, damaged FTS tables (rebuilt), indexes that
+// disagree with their table (REINDEX), orphan references (a placeholder
+// session is added, or a dangling parent/system-prompt reference cleared),
+// counters, and FTS optimisation. Running it again after it finished
+// changes nothing; an interrupted run is finished by the next one.
+//
+// It returns an error wrapping models.ErrCorrupt (and changes nothing) when
+// the file has page-level damage: run Recover. Other failures wrap
+// models.ErrStorage or models.ErrBusy; the report then lists the steps that
+// committed.
+func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
+	if opts.ChunkRows <= 0 {
+		opts.ChunkRows = 5000
+	}
+	if opts.JournalMode == "" {
+		opts.JournalMode = "wal"
+	}
+	before, err := Check(ctx, Options{Path: opts.Path, JournalMode: opts.JournalMode})
+	if err != nil {
+		return nil, err
+	}
+	rep := &RepairReport{DryRun: opts.DryRun, Before: before, Actions: []Action{}, Unfixable: []Finding{}}
+	for _, f := range before.Findings {
+		if f.Severity != Info && f.Fix != FixRepair && f.Fix != "" {
+			rep.Unfixable = append(rep.Unfixable, f)
+		}
+	}
+	if before.state.unreadable {
+		return rep, models.Errorf(models.ErrCorrupt, "repair", "%s has page-level damage that repair must not write over; salvage it with `hermes-state recover --from %s --to NEW`", opts.Path, opts.Path)
+	}
+	db, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: opts.Path, BusyTimeout: 5 * time.Second, Immediate: true}.DSN())
+	if err != nil {
+		return rep, models.Wrap(models.ErrStorage, "repair", err, "cannot open "+opts.Path)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	rp := &repairer{ctx: ctx, db: db, opts: opts, st: before.state, rep: rep}
+	if err := rp.run(); err != nil {
+		return rep, err
+	}
+	if !opts.DryRun {
+		db.Close()
+		after, err := Check(ctx, Options{Path: opts.Path, JournalMode: opts.JournalMode})
+		if err != nil {
+			return rep, err
+		}
+		rep.After = after
+	}
+	return rep, nil
+}
+
+type repairer struct {
+	ctx  context.Context
+	db   *sql.DB
+	opts RepairOptions
+	st   *state
+	rep  *RepairReport
+}
+
+func (rp *repairer) act(step, object, detail string, rows int64) {
+	rp.rep.Actions = append(rp.rep.Actions, Action{Step: step, Object: object, Detail: detail, Rows: rows})
+}
+
+// tx runs fn in one BEGIN IMMEDIATE transaction, retrying lock errors for
+// up to 20 s.
+func (rp *repairer) tx(op string, fn func(tx *sql.Tx) error) error {
+	res, err := sqlitex.Retry(rp.ctx, 20*time.Second, func() error {
+		tx, err := rp.db.BeginTx(rp.ctx, nil)
+		if err != nil {
+			return err
+		}
+		if err := fn(tx); err != nil {
+			tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		switch {
+		case sqlitex.IsLock(err):
+			return models.Wrap(models.ErrBusy, "repair", err, fmt.Sprintf("%s: the file stayed locked for %s", op, res.Waited.Round(time.Millisecond)))
+		case sqlitex.IsCorrupt(err):
+			return models.Wrap(models.ErrCorrupt, "repair", err, op+": the file is damaged; run `hermes-state recover`")
+		}
+		return models.Wrap(models.ErrStorage, "repair", err, op+" failed")
+	}
+	return nil
+}
+
+func (rp *repairer) run() error {
+	dry := rp.opts.DryRun
+	st := rp.st
+	// 1. Journal mode.
+	if st.journalWrong {
+		want := strings.ToLower(rp.opts.JournalMode)
+		rp.act("journal_mode", "", "switch the file to journal mode "+want, 0)
+		if !dry {
+			var got string
+			if err := rp.db.QueryRowContext(rp.ctx, "PRAGMA journal_mode="+strings.ToUpper(want)).Scan(&got); err != nil {
+				return models.Wrap(models.ErrBusy, "repair", err, "cannot switch the journal mode (another process has the file open?)")
+			}
+		}
+	}
+	// 2. Schema: tables, columns, indexes, display triggers.
+	if len(st.missingTabs)+len(st.missingCols)+len(st.missingIdx) > 0 || hasDisplayTrigger(st.missingTrig) {
+		var stmts []string
+		var details []string
+		for _, t := range st.missingTabs {
+			stmts = append(stmts, t.SQL)
+			details = append(details, "create table "+t.Name)
+		}
+		for table, cols := range st.missingCols {
+			for _, col := range cols {
+				stmts = append(stmts, "ALTER TABLE "+quoteIdent(table)+" ADD COLUMN "+col.Decl())
+				details = append(details, "add column "+table+"."+col.Name)
+			}
+		}
+		for _, ix := range st.missingIdx {
+			stmts = append(stmts, ix.SQL)
+			details = append(details, "create index "+ix.Name)
+		}
+		for _, tg := range st.missingTrig {
+			if tg.Table == "" {
+				stmts = append(stmts, tg.SQL)
+				details = append(details, "create trigger "+tg.Name)
+			}
+		}
+		for _, d := range details {
+			rp.act("schema", "", d, 0)
+		}
+		if !dry {
+			if err := rp.tx("schema", func(tx *sql.Tx) error {
+				for _, s := range stmts {
+					if _, err := tx.ExecContext(rp.ctx, s); err != nil {
+						return fmt.Errorf("%s: %w", firstLine(s), err)
+					}
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	// 3. FTS: triggers first (new writes are indexed from now on), then
+	// rebuild every table found damaged or fed by a missing trigger.
+	var ftsTrig []triggerDef
+	for _, tg := range st.missingTrig {
+		if tg.Table != "" {
+			ftsTrig = append(ftsTrig, tg)
+			rp.act("fts", tg.Name, "create trigger "+tg.Name, 0)
+		}
+	}
+	if len(ftsTrig) > 0 && !dry {
+		if err := rp.tx("fts triggers", func(tx *sql.Tx) error {
+			for _, tg := range ftsTrig {
+				if _, err := tx.ExecContext(rp.ctx, tg.SQL); err != nil {
+					return fmt.Errorf("create trigger %s: %w", tg.Name, err)
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	for _, name := range sortedKeys(st.badFTS) {
+		t, ok := st.ftsByName[name]
+		if !ok {
+			continue
+		}
+		if err := rp.rebuildFTS(t, st.badFTS[name]); err != nil {
+			return err
+		}
+	}
+	// 4. Indexes that disagree with their tables.
+	for _, ix := range sortedKeys(st.badIndexes) {
+		rp.act("reindex", ix, "rebuild index "+ix+" from its table", 0)
+		if !dry {
+			if err := rp.tx("reindex "+ix, func(tx *sql.Tx) error {
+				_, err := tx.ExecContext(rp.ctx, "REINDEX "+quoteIdent(ix))
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	// 5. Orphan references.
+	if err := rp.orphans(); err != nil {
+		return err
+	}
+	// 6. Counters.
+	if st.counterRows > 0 {
+		if err := rp.counters(); err != nil {
+			return err
+		}
+	}
+	// 7. Optimise FTS indexes that hold more than one segment.
+	for name, t := range st.ftsByName {
+		if strings.Contains(t.Tokenize, cjkTokenizer) {
+			continue
+		}
+		n, err := ftsSegments(rp.ctx, rp.db, name)
+		if err != nil || n <= 1 {
+			continue
+		}
+		rp.act("fts_optimize", name, fmt.Sprintf("merge the %d segments of %s into one", n, name), 0)
+		if !dry {
+			if err := rp.tx("optimize "+name, func(tx *sql.Tx) error {
+				_, err := tx.ExecContext(rp.ctx, fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('optimize')", quoteIdent(name)))
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func hasDisplayTrigger(ts []triggerDef) bool {
+	for _, t := range ts {
+		if t.Table == "" {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+func (rp *repairer) exists(typ, name string) bool {
+	var n int
+	_ = rp.db.QueryRowContext(rp.ctx, "SELECT count(*) FROM sqlite_master WHERE type = ? AND name = ?", typ, name).Scan(&n)
+	return n > 0
+}
+
+// rebuildFTS rebuilds one FTS table. An external-content table is rebuilt
+// from its content with FTS5 'rebuild' (recreated first when its shadow
+// tables are gone). An inline (legacy) table whose own content is intact is
+// rebuilt the same way; otherwise it is recreated empty and refilled from
+// messages in id chunks, each its own transaction, the last id reached kept
+// in state_meta so that an interrupted repair resumes there.
+func (rp *repairer) rebuildFTS(t ftsTable, reason string) error {
+	dry := rp.opts.DryRun
+	marker := repairMarkerPrefix + t.Name
+	var resumeFrom sql.NullInt64
+	_ = rp.db.QueryRowContext(rp.ctx, "SELECT CAST(value AS INTEGER) FROM state_meta WHERE key = ?", marker).Scan(&resumeFrom)
+	shadowsOK := true
+	for _, sh := range t.shadows() {
+		if !rp.exists("table", sh) {
+			shadowsOK = false
+		}
+	}
+	if t.external() {
+		if !rp.exists("table", t.Content) && !rp.exists("view", t.Content) {
+			rp.act("fts", t.Name, fmt.Sprintf("cannot rebuild %s: its content source %s is missing", t.Name, t.Content), 0)
+			return nil
+		}
+		rp.act("fts_rebuild", t.Name, fmt.Sprintf("rebuild %s from %s (%s)", t.Name, t.Content, reason), 0)
+		if dry {
+			return nil
+		}
+		return rp.tx("rebuild "+t.Name, func(tx *sql.Tx) error {
+			if !shadowsOK {
+				if err := rp.recreate(tx, t); err != nil {
+					return err
+				}
+			}
+			_, err := tx.ExecContext(rp.ctx, fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('rebuild')", quoteIdent(t.Name)))
+			return err
+		})
+	}
+	if len(t.Columns) != 1 {
+		rp.act("fts", t.Name, fmt.Sprintf("cannot rebuild inline FTS table %s of an unknown shape (%d columns)", t.Name, len(t.Columns)), 0)
+		return nil
+	}
+	// Inline table with intact content whose rows match messages: 'rebuild'
+	// re-tokenizes its own content.
+	if shadowsOK && !resumeFrom.Valid && reason != "row count differs" && reason != "trigger missing" {
+		rp.act("fts_rebuild", t.Name, fmt.Sprintf("rebuild the index of %s from its stored content (%s)", t.Name, reason), 0)
+		if dry {
+			return nil
+		}
+		return rp.tx("rebuild "+t.Name, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(rp.ctx, fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('rebuild')", quoteIdent(t.Name)))
+			return err
+		})
+	}
+	var maxID int64
+	_ = rp.db.QueryRowContext(rp.ctx, "SELECT COALESCE(MAX(id), 0) FROM messages").Scan(&maxID)
+	if resumeFrom.Valid {
+		rp.act("fts_rebuild", t.Name, fmt.Sprintf("resume refilling %s from messages after id %d", t.Name, resumeFrom.Int64), 0)
+	} else {
+		rp.act("fts_rebuild", t.Name, fmt.Sprintf("recreate %s and refill it from messages (%s)", t.Name, reason), 0)
+	}
+	if dry {
+		return nil
+	}
+	from := resumeFrom.Int64
+	if !resumeFrom.Valid {
+		if err := rp.tx("recreate "+t.Name, func(tx *sql.Tx) error {
+			if err := rp.recreate(tx, t); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(rp.ctx, "INSERT OR REPLACE INTO state_meta (key, value) VALUES (?, '0')", marker)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	ins := fmt.Sprintf(`INSERT INTO %[1]s(rowid, %[2]s) SELECT m.id, %[3]s FROM messages AS m
+		WHERE m.id > ? AND m.id <= ? AND NOT EXISTS (SELECT 1 FROM %[4]s AS c WHERE c.id = m.id)`,
+		quoteIdent(t.Name), quoteIdent(t.Columns[0]), fmt.Sprintf(legacyExpr, "m"), quoteIdent(t.Name+"_content"))
+	var total int64
+	for from < maxID {
+		to := from + int64(rp.opts.ChunkRows)
+		var n int64
+		if err := rp.tx("refill "+t.Name, func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(rp.ctx, ins, from, to)
+			if err != nil {
+				return err
+			}
+			n, _ = res.RowsAffected()
+			_, err = tx.ExecContext(rp.ctx, "UPDATE state_meta SET value = ? WHERE key = ?", fmt.Sprint(to), marker)
+			return err
+		}); err != nil {
+			return err
+		}
+		total += n
+		from = to
+		if rp.opts.Progress != nil {
+			rp.opts.Progress("fts "+t.Name, min(from, maxID), maxID)
+		}
+	}
+	rp.rep.Actions[len(rp.rep.Actions)-1].Rows = total
+	return rp.tx("finish "+t.Name, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(rp.ctx, "DELETE FROM state_meta WHERE key = ?", marker)
+		return err
+	})
+}
+
+// recreate drops t (and whatever shadow tables remain) and creates it again,
+// empty, from its own DDL.
+func (rp *repairer) recreate(tx *sql.Tx, t ftsTable) error {
+	for _, sh := range t.shadows() {
+		if _, err := tx.ExecContext(rp.ctx, "DROP TABLE IF EXISTS "+quoteIdent(sh)); err != nil {
+			return fmt.Errorf("drop %s: %w", sh, err)
+		}
+	}
+	if _, err := tx.ExecContext(rp.ctx, "DROP TABLE IF EXISTS "+quoteIdent(t.Name)); err != nil {
+		return fmt.Errorf("drop %s: %w", t.Name, err)
+	}
+	if _, err := tx.ExecContext(rp.ctx, t.SQL); err != nil {
+		return fmt.Errorf("create %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+// orphans restores the references PRAGMA foreign_key_check found broken,
+// adding rows or clearing a dangling reference, never deleting.
+func (rp *repairer) orphans() error {
+	o := rp.st.orphans
+	if len(o) == 0 {
+		return nil
+	}
+	type fix struct{ key, detail, sql string }
+	var fixes []fix
+	if o["messages.session_id"]+o["session_model_usage.session_id"] > 0 {
+		fixes = append(fixes, fix{"messages.session_id", "add a placeholder session (source 'recovered', ended) for every session id that messages or usage rows reference but no session row holds",
+			`INSERT INTO sessions (id, source, started_at, ended_at, end_reason, message_count, tool_call_count)
+			 SELECT sid, 'recovered', MIN(ts), MAX(ts), 'recovered_orphans', 0, 0 FROM (
+			   SELECT session_id AS sid, timestamp AS ts FROM messages WHERE session_id NOT IN (SELECT id FROM sessions)
+			   UNION ALL
+			   SELECT session_id, COALESCE(first_seen, last_seen, 0) FROM session_model_usage WHERE session_id NOT IN (SELECT id FROM sessions)
+			 ) GROUP BY sid`})
+	}
+	if o["sessions.parent_session_id"] > 0 {
+		fixes = append(fixes, fix{"sessions.parent_session_id", "clear parent_session_id where the parent session is gone (as Hermes does when it deletes a parent)",
+			`UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IS NOT NULL AND parent_session_id NOT IN (SELECT id FROM sessions)`})
+	}
+	if o["sessions.system_prompt_hash"] > 0 {
+		fixes = append(fixes, fix{"sessions.system_prompt_hash", "clear system_prompt_hash where the system_prompts row is gone",
+			`UPDATE sessions SET system_prompt_hash = NULL WHERE system_prompt_hash IS NOT NULL AND system_prompt_hash NOT IN (SELECT hash FROM system_prompts)`})
+	}
+	for _, f := range fixes {
+		rp.act("foreign_keys", f.key, f.detail, 0)
+		if rp.opts.DryRun {
+			continue
+		}
+		var n int64
+		if err := rp.tx("foreign keys", func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(rp.ctx, f.sql)
+			if err == nil {
+				n, _ = res.RowsAffected()
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+		rp.rep.Actions[len(rp.rep.Actions)-1].Rows = n
+		if f.key == "messages.session_id" && n > 0 {
+			rp.st.counterRows += n // placeholders need their counters
+		}
+	}
+	return nil
+}
+
+// counters recomputes message_count and tool_call_count of the sessions
+// whose counters disagree with their rows, in rowid chunks.
+func (rp *repairer) counters() error {
+	const upd = `UPDATE sessions SET
+	  message_count = (SELECT count(*) FROM messages AS m WHERE m.session_id = sessions.id),
+	  tool_call_count = (SELECT COALESCE(SUM(CASE WHEN m.tool_calls IS NULL OR m.tool_calls = '' THEN 0
+	       WHEN json_valid(m.tool_calls) AND json_type(m.tool_calls) = 'array' THEN json_array_length(m.tool_calls) ELSE 1 END), 0)
+	     FROM messages AS m WHERE m.session_id = sessions.id)
+	WHERE rowid > ? AND rowid <= ? AND id IN (SELECT id FROM (` + counterSQL + `))`
+	rp.act("counters", "sessions", fmt.Sprintf("recompute message_count and tool_call_count of %d sessions from their rows", rp.st.counterRows), 0)
+	if rp.opts.DryRun {
+		return nil
+	}
+	var maxRow int64
+	_ = rp.db.QueryRowContext(rp.ctx, "SELECT COALESCE(MAX(rowid), 0) FROM sessions").Scan(&maxRow)
+	var total int64
+	step := int64(rp.opts.ChunkRows)
+	for from := int64(0); from < maxRow; from += step {
+		var n int64
+		if err := rp.tx("counters", func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(rp.ctx, upd, from, from+step)
+			if err == nil {
+				n, _ = res.RowsAffected()
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+		total += n
+		if rp.opts.Progress != nil {
+			rp.opts.Progress("counters", min(from+step, maxRow), maxRow)
+		}
+	}
+	rp.rep.Actions[len(rp.rep.Actions)-1].Rows = total
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
