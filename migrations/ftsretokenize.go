@@ -2,15 +2,12 @@ package migrations
 
 import (
 	"fmt"
-	"regexp"
-	"strings"
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/fts"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
-
-var fts5DDLRE = regexp.MustCompile(`(?is)^CREATE\s+VIRTUAL\s+TABLE\s+.*\busing\s+fts5\s*\(`)
 
 // retokenizeFTS rebuilds every FTS5 index that does not match its content
 // under the SQLite linked here (0008_fts_retokenize).
@@ -39,29 +36,23 @@ func retokenizeFTS(tx *gorm.DB) error {
 	if n > 0 {
 		return nil
 	}
-	type obj struct{ Name, SQL string }
-	var tables []obj
-	if err := tx.Raw("SELECT name, COALESCE(sql, '') AS sql FROM sqlite_master WHERE type = 'table' ORDER BY name").Scan(&tables).Error; err != nil {
+	tables, err := fts.FTSTables(tx)
+	if err != nil {
 		return err
 	}
 	for _, t := range tables {
-		low := strings.ToLower(t.SQL)
-		if !fts5DDLRE.MatchString(t.SQL) || strings.Contains(low, "cjk_unicode61") {
-			continue
+		if t == fts.HermesCJK {
+			continue // cjk_unicode61 cannot be loaded here
 		}
-		q := fmt.Sprintf(`INSERT INTO %[1]s(%[1]s) VALUES ('integrity-check')`, quoteIdent(t.Name))
-		if strings.Contains(low, "content=") || strings.Contains(low, "content =") {
-			q = fmt.Sprintf(`INSERT INTO %[1]s(%[1]s, rank) VALUES ('integrity-check', 1)`, quoteIdent(t.Name))
-		}
-		err := tx.Exec(q).Error
+		err := fts.IntegrityCheck(tx, t)
 		if err == nil {
 			continue
 		}
 		if !sqlitex.IsCorrupt(err) {
-			return fmt.Errorf("integrity-check %s: %w", t.Name, err)
+			return fmt.Errorf("integrity-check %s: %w", t, err)
 		}
-		if err := tx.Exec(fmt.Sprintf(`INSERT INTO %[1]s(%[1]s) VALUES ('rebuild')`, quoteIdent(t.Name))).Error; err != nil {
-			return fmt.Errorf("rebuild %s: %w", t.Name, err)
+		if err := tx.Exec(fmt.Sprintf(`INSERT INTO %[1]s(%[1]s) VALUES ('rebuild')`, quoteIdent(t))).Error; err != nil {
+			return fmt.Errorf("rebuild %s: %w", t, err)
 		}
 	}
 	return nil
