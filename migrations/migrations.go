@@ -28,7 +28,6 @@
 //	                                own layout, with v10's broken delete/update triggers replaced by v11's
 //	0007_hermesstate_cjk_index      hermesstate's CJK posting table, its queue and triggers; every
 //	                                existing message is queued for indexing
-//	0008_fts_retokenize             rebuild FTS5 indexes another SQLite's tokenizer wrote (ftsretokenize.go)
 //
 // Hermes steps 2–9, 12 and 22 are covered by the baseline (column
 // reconciliation, active = 1 where NULL, the usage primary-key rebuild);
@@ -109,7 +108,6 @@ func List() []Migration {
 		{ID: "0005_hermes_v30_stamp", Apply: stampVersion},
 		{ID: "0006_fts_tables", Apply: ftsTables, SQLiteOnly: true},
 		{ID: "0007_hermesstate_cjk_index", Apply: fts.EnsureCJKIndex, SQLiteOnly: true},
-		{ID: "0008_fts_retokenize", Apply: retokenizeFTS, SQLiteOnly: true},
 	}
 	return append(base, extra...)
 }
