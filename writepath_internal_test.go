@@ -290,3 +290,28 @@ func TestNoRawFileDescriptors(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendDequeuesCJKQueue: the append hot path dequeues rows without CJK
+// text without reading them back, and still indexes rows with CJK text.
+func TestAppendDequeuesCJKQueue(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Config{})
+	sess, err := s.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	require.NoError(t, err)
+	_, err = s.Messages().AppendBatch(ctx, sess.ID, []repo.NewMessage{
+		{Role: "user", Content: models.Text("plain ascii text")},
+		{Role: "assistant", Content: models.Text("桂林今天多云")},
+	})
+	require.NoError(t, err)
+	_, err = s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text("more plain text")})
+	require.NoError(t, err)
+	var pending int64
+	require.NoError(t, s.db.W.Raw("SELECT count(*) FROM hermesstate_cjk_pending").Scan(&pending).Error)
+	require.Zero(t, pending)
+	hits, err := s.Search().Messages(ctx, "多云", repo.SearchOptions{})
+	require.NoError(t, err)
+	require.Len(t, hits, 1)
+	hits, err = s.Search().Messages(ctx, "plain", repo.SearchOptions{})
+	require.NoError(t, err)
+	require.Len(t, hits, 2)
+}

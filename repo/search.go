@@ -529,9 +529,14 @@ func RegisterSearchHooks(db *gorm.DB) error {
 			return
 		}
 		var ids []int64
+		anyCJK := false
 		collect := func(m *models.Message) {
 			if m.ID > 0 {
 				ids = append(ids, m.ID)
+				if !anyCJK && (m.Content != nil && fts.ContainsCJK(*m.Content) ||
+					m.ToolName != nil && fts.ContainsCJK(*m.ToolName) || fts.ContainsCJK(string(m.ToolCalls))) {
+					anyCJK = true
+				}
 			}
 		}
 		switch v := tx.Statement.Dest.(type) {
@@ -558,6 +563,14 @@ func RegisterSearchHooks(db *gorm.DB) error {
 			return
 		}
 		// A failure leaves the rows queued; searches still find them.
+		if !anyCJK {
+			// Hot path of every append: the stored text has no CJK
+			// character (it holds at most the characters of these values),
+			// so there are no postings to write; only dequeue, without
+			// reading the rows back.
+			_ = fts.DequeuePending(tx.Session(&gorm.Session{NewDB: true}), ids)
+			return
+		}
 		_, _ = fts.IndexPendingIDs(tx.Session(&gorm.Session{NewDB: true}), ids)
 	})
 }
