@@ -82,7 +82,9 @@ func BenchmarkAppendStore(b *testing.B) { benchAppendStore(b, hs.Config{}) }
 // BenchmarkAppendStoreNoCheckpoint: the same without the store's PASSIVE
 // checkpoint every 50 writes (SQLite's auto-checkpoint only, as the raw
 // baseline), to show what the checkpoint costs.
-func BenchmarkAppendStoreNoCheckpoint(b *testing.B) { benchAppendStore(b, hs.Config{CheckpointEvery: -1}) }
+func BenchmarkAppendStoreNoCheckpoint(b *testing.B) {
+	benchAppendStore(b, hs.Config{CheckpointEvery: -1})
+}
 
 func benchAppendStore(b *testing.B, cfg hs.Config) {
 	ctx := context.Background()
