@@ -66,10 +66,13 @@ type Messages interface {
 	Count(ctx context.Context, sessionID string) (int64, error)
 }
 
-type messageRepo struct{ db *DB }
+type messageRepo struct {
+	db       *DB
+	defaults messageDefaults
+}
 
 // NewMessages returns the GORM implementation of Messages.
-func NewMessages(db *DB) Messages { return &messageRepo{db} }
+func NewMessages(db *DB) Messages { return &messageRepo{db: db} }
 
 func (in *NewMessage) toRow(op, sessionID string) (*models.Message, error) {
 	if err := checkName(op, "role", in.Role); err != nil {
@@ -202,11 +205,17 @@ func (r *messageRepo) append(ctx context.Context, op, sessionID string, ms []New
 		for i := range rows {
 			rows[i].ID = 0
 		}
+		q := tx
+		if r.db.Dialect == SQLite {
+			if omit := omitColumns(r.defaults.load(tx), rows); len(omit) > 0 {
+				q = tx.Omit(omit...)
+			}
+		}
 		var err error
 		if len(rows) == 1 {
-			err = tx.Create(rows[0]).Error
+			err = q.Create(rows[0]).Error
 		} else {
-			err = tx.CreateInBatches(rows, batchRows).Error
+			err = q.CreateInBatches(rows, batchRows).Error
 		}
 		if err != nil {
 			return err

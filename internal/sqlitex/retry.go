@@ -84,7 +84,12 @@ func RetryIf(ctx context.Context, budget time.Duration, retryable func(error) bo
 		}
 		pause := Backoff(res.Waited)
 		if res.Waited+pause > budget {
-			return res, err
+			// Spend the rest of the budget on one last attempt rather
+			// than giving up early.
+			pause = budget - res.Waited
+			if pause <= 0 {
+				return res, err
+			}
 		}
 		t := time.NewTimer(pause)
 		select {
