@@ -227,23 +227,9 @@ func hasIndex(tx *gorm.DB, name string) bool {
 	return n > 0
 }
 
+// fileColumns returns PRAGMA table_info of table in the file tx writes to.
 func fileColumns(tx *gorm.DB, table string) ([]Column, error) {
-	rows, err := tx.Raw("SELECT cid, name, type, \"notnull\", dflt_value, pk FROM pragma_table_info(?)", table).Rows()
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Column
-	for rows.Next() {
-		var c Column
-		var nn int
-		if err := rows.Scan(&c.CID, &c.Name, &c.Type, &nn, &c.Default, &c.PK); err != nil {
-			return nil, err
-		}
-		c.NotNull = nn != 0
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return tableInfo(tx.Statement.Context, tx.Statement.ConnPool, table)
 }
 
 // baseline brings any file to the v30 shape without rewriting rows.
