@@ -68,10 +68,17 @@ type Config struct {
 	// application crash, and a power loss can lose only the last commits,
 	// never the file's integrity) or FULL (fsync on every commit).
 	Synchronous string
-	// BusyTimeout of the writer connection; default 1 s (Hermes' value).
-	// Lock waits beyond it are retried by the store with jitter, within the
-	// budget of each kind of write (20 s routine, 60 s transcript, 0.5 s
-	// activity).
+	// BusyTimeout of the writer connection; default 20 ms (Hermes uses
+	// 1 s). Lock waits beyond it are retried by the store with random
+	// jitter, within the budget of each kind of write (20 s routine, 60 s
+	// transcript, 0.5 s activity), so a short timeout never fails a write
+	// by itself. It is short on purpose: SQLite's busy handler polls ever
+	// more sparsely (up to 100 ms apart), and a process that writes in a
+	// loop retakes the lock within microseconds, so a long busy timeout
+	// lets one waiter starve for its whole length; the store's own retry
+	// tries again within 1-20 ms (see sqlitex.Backoff). Measured with 4
+	// processes appending in a loop: max stall about 0.2 s with 20 ms,
+	// 0.3-0.6 s with 100 ms (BENCHMARKS.md).
 	BusyTimeout time.Duration
 	// ReadBusyTimeout of reader connections; default 5 s.
 	ReadBusyTimeout time.Duration
@@ -96,6 +103,10 @@ type Config struct {
 type WriteBudgets struct {
 	Routine, Transcript, Activity time.Duration
 }
+
+// DefaultBusyTimeout is the writer's SQLite busy timeout when
+// Config.BusyTimeout is zero.
+const DefaultBusyTimeout = 20 * time.Millisecond
 
 // DefaultPath returns $HERMES_HOME/state.db, else ~/.hermes/state.db.
 func DefaultPath() string {
@@ -160,7 +171,7 @@ func (c Config) withDefaults() Config {
 		c.Synchronous = "NORMAL"
 	}
 	if c.BusyTimeout <= 0 {
-		c.BusyTimeout = time.Second
+		c.BusyTimeout = DefaultBusyTimeout
 	}
 	if c.ReadBusyTimeout <= 0 {
 		c.ReadBusyTimeout = 5 * time.Second

@@ -115,8 +115,9 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	//     contending with each other for the file lock, and only other
 	//     processes ever meet SQLITE_BUSY. Its BEGIN is BEGIN IMMEDIATE
 	//     (_txlock=immediate), so the lock is taken, and waited for, at
-	//     BEGIN; busy timeout BusyTimeout (1 s), beyond which Write retries
-	//     with jitter within the budget of the kind of write.
+	//     BEGIN; busy timeout BusyTimeout (default 20 ms, short for fairness
+	//     between processes, see Config.BusyTimeout), beyond which Write
+	//     retries with jitter within the budget of the kind of write.
 	//   - Readers (WAL mode only): ReadPoolSize (default 4) query_only
 	//     connections with a 5 s busy timeout. In WAL a reader works on a
 	//     snapshot and never waits for the writer, so reads of this process

@@ -151,9 +151,17 @@ func Run(ctx context.Context, db *gorm.DB) error {
 	steps := gormigrateSteps()
 	opts := *gormigrate.DefaultOptions
 	opts.TableName = TableName
-	opts.UseTransaction = true
+	// The transaction is ours, not gormigrate's: gormigrate ignores the
+	// error of its own Begin, and a BEGIN IMMEDIATE that meets a held lock
+	// (SQLITE_BUSY) then made the driver's migrator dereference a nil row
+	// and panic (seen with concurrent opens and a short busy timeout).
+	// Through Transaction a failed BEGIN is an ordinary lock error, retried
+	// below; the steps still run in one transaction.
+	opts.UseTransaction = false
 	res, err := sqlitex.Retry(ctx, 20*time.Second, func() error {
-		return gormigrate.New(db.WithContext(ctx), &opts, steps).Migrate()
+		return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			return gormigrate.New(tx, &opts, steps).Migrate()
+		})
 	})
 	if err != nil {
 		if sqlitex.IsLock(err) {

@@ -177,7 +177,7 @@ It exits non-zero when a message was lost or duplicated, a counter is wrong, or 
 	}
 	cmd.Flags().IntVar(&o.procs, "procs", 4, "number of worker processes")
 	cmd.Flags().IntVar(&o.appends, "appends", 1000, "messages each worker appends (one transaction each)")
-	cmd.Flags().DurationVar(&o.busy, "busy-timeout", time.Second, "SQLite busy timeout of each worker's writer connection")
+	cmd.Flags().DurationVar(&o.busy, "busy-timeout", hs.DefaultBusyTimeout, "SQLite busy timeout of each worker's writer connection (the store retries beyond it)")
 	cmd.Flags().IntVar(&o.readEvery, "search-every", 10, "after every N appends, search for the worker's last acknowledged message; 0 disables")
 	return cmd
 }
@@ -473,6 +473,6 @@ func stressWorkerCmd(a *app) *cobra.Command {
 	cmd.Flags().IntVar(&worker, "worker", 0, "worker number")
 	cmd.Flags().IntVar(&appends, "appends", 1000, "messages to append")
 	cmd.Flags().IntVar(&readEvery, "search-every", 10, "search after every N appends; 0 disables")
-	cmd.Flags().DurationVar(&busy, "busy-timeout", time.Second, "SQLite busy timeout")
+	cmd.Flags().DurationVar(&busy, "busy-timeout", hs.DefaultBusyTimeout, "SQLite busy timeout")
 	return cmd
 }

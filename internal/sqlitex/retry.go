@@ -45,9 +45,24 @@ func (k Kind) String() string {
 }
 
 // Backoff returns the pause before the next attempt, given how long the
-// write has been retrying: 20–150 ms during the first 2 s, 250 ms–1 s after.
+// write has been retrying: 1–20 ms during the first 250 ms, 20–150 ms until
+// 2 s, 250 ms–1 s after.
+//
+// The short first phase is for fairness between processes. SQLite's lock
+// wait is polling (its busy handler sleeps 1, 2, 5, 10, ... 100 ms between
+// tries; this build has no blocking locks), and a process that writes in a
+// loop takes the lock again within microseconds of releasing it, so a
+// waiter only gets in if it happens to try inside that gap. Hermes' 20–150 ms
+// pauses, during which a waiter does not try at all, gave 1–2 s stalls
+// under a 4-process load; trying again within 1–20 ms, while a write is
+// still young, gives many more chances to hit a gap. Waiters that have
+// waited longer back off as Hermes does, so a lock held for real (a long
+// migration, a VACUUM) does not draw a storm of attempts.
 func Backoff(elapsed time.Duration) time.Duration {
-	if elapsed < 2*time.Second {
+	switch {
+	case elapsed < 250*time.Millisecond:
+		return time.Millisecond + rand.N(19*time.Millisecond)
+	case elapsed < 2*time.Second:
 		return 20*time.Millisecond + rand.N(130*time.Millisecond)
 	}
 	return 250*time.Millisecond + rand.N(750*time.Millisecond)
