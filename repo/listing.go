@@ -320,6 +320,9 @@ type richRow struct {
 	TipGitRepoRoot *string
 	TipPreview     string
 	TipLastActive  *float64
+	// Bound and Above report the bounded activity scan (see richQuery).
+	Bound *float64 `gorm:"column:_bound"`
+	Above int64    `gorm:"column:_above"`
 }
 
 const tipCols = `t.id AS t_id, t.ended_at AS tip_ended_at, t.end_reason AS tip_end_reason, t.message_count AS tip_msgs,
@@ -410,17 +413,84 @@ func (r *listingRepo) Rich(ctx context.Context, opt RichOptions) ([]RichSession,
 // (ids only, from the indexes), the compression tip of each paged root (a
 // recursive walk bounded by the page), then previews and last_active for
 // the page rows alone.
+//
+// Ordered by last activity, the page is found without computing the
+// activity of every session: the newest n message timestamps and the
+// newest n session activity stamps (both from indexes) give a bound T (the
+// newer of the two scans' last values): a session not among the scanned
+// messages, and whose own stamp is not above T, has activity at or below
+// T. The remaining candidates' chain roots get their exact activity, so
+// the candidates above T are exactly the newest ones.
+// When fewer than offset+limit rows lie above T, n grows and the
+// statement runs again; past a cap it falls back to the full computation.
 func (r *listingRepo) richQuery(tx *gorm.DB, f *filter, opt RichOptions, project, all bool) ([]richRow, error) {
+	if !opt.OrderByLastActive || all {
+		return r.richStatement(tx, f, opt, project, all, 0)
+	}
+	need := opt.Offset + opt.Limit
+	for n := max(4096, need*128); n <= maxActivityScan; n *= 8 {
+		rows, err := r.richStatement(tx, f, opt, project, false, n)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) > 0 && (rows[0].Above >= int64(need) || rows[0].Bound == nil) {
+			return rows, nil
+		}
+	}
+	return r.richStatement(tx, f, opt, project, false, 0)
+}
+
+// maxActivityScan caps the bounded activity scan before the fallback.
+const maxActivityScan = 1 << 21
+
+func (d *DB) greatest(a, b string) string {
+	if d.Dialect == Postgres {
+		return "GREATEST(" + a + ", " + b + ")"
+	}
+	return "MAX(" + a + ", " + b + ")"
+}
+
+func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, project, all bool, scan int) ([]richRow, error) {
 	d := r.db
 	var page string
-	args := append([]any{}, f.args...)
+	var args []any
 	limit := ""
 	if !all {
 		limit = " LIMIT ? OFFSET ?"
 	}
-	if opt.OrderByLastActive {
+	bounds := ", NULL AS _bound, 0 AS _above"
+	switch {
+	case opt.OrderByLastActive && scan > 0:
+		edge := d.continuationEdge("p", "c")
+		page = fmt.Sprintf(`rm AS (SELECT session_id AS id, timestamp AS ts FROM messages WHERE timestamp %[1]s ORDER BY timestamp DESC LIMIT ?),
+			rs AS (SELECT id, COALESCE(last_activity_at, started_at) AS ts FROM sessions ORDER BY COALESCE(last_activity_at, started_at) DESC, started_at DESC LIMIT ?),
+			bound AS (SELECT %[7]s AS t),
+			seen(id) AS (SELECT id FROM rm UNION SELECT id FROM rs WHERE ts > (SELECT t FROM bound)),
+			up(id, depth) AS (
+				SELECT id, 0 FROM seen
+				UNION
+				SELECT p.id, up.depth + 1 FROM up JOIN sessions c ON c.id = up.id JOIN sessions p ON %[2]s WHERE up.depth < %[3]d
+			),
+			cand(id) AS (SELECT DISTINCT id FROM up),
+			%[4]s,
+			pall AS (
+				SELECT s.id, MAX(%[5]s) AS eff, s.started_at FROM cand JOIN sessions s ON s.id = cand.id
+				LEFT JOIN chain c ON c.root_id = s.id
+				LEFT JOIN sessions cs ON cs.id = c.cur_id
+				%[6]s
+				GROUP BY s.id, s.started_at
+			),
+			page AS (SELECT id, eff, started_at FROM pall ORDER BY eff DESC, started_at DESC, id DESC%[8]s)`,
+			sqlIn, edge, maxLineageDepth, d.tipCTE("chain", "SELECT id FROM cand"), lastActiveSQL("cs"), f.sql(),
+			d.greatest("CASE WHEN (SELECT COUNT(*) FROM rm) < ? THEN -1e308 ELSE (SELECT MIN(ts) FROM rm) END",
+				"CASE WHEN (SELECT COUNT(*) FROM rs) < ? THEN -1e308 ELSE (SELECT MIN(ts) FROM rs) END"), limit)
+		ss := max(64, (opt.Offset+opt.Limit)*4)
+		args = append([]any{scan, ss, scan, ss}, f.args...)
+		bounds = `, CASE WHEN (SELECT t FROM bound) > -1e308 THEN (SELECT t FROM bound) END AS _bound,
+			(SELECT COUNT(*) FROM pall WHERE pall.eff > (SELECT t FROM bound)) AS _above`
+	case opt.OrderByLastActive:
 		// Activity of the whole forward compression chain of every admitted row.
-		page = fmt.Sprintf(`page AS (
+		page = d.tipCTE("chain", "SELECT s.id FROM sessions s "+f.sql()) + ",\n" + fmt.Sprintf(`page AS (
 			SELECT s.id, MAX(%[1]s) AS eff, s.started_at FROM sessions s
 			LEFT JOIN chain c ON c.root_id = s.id
 			LEFT JOIN sessions cs ON cs.id = c.cur_id
@@ -428,13 +498,16 @@ func (r *listingRepo) richQuery(tx *gorm.DB, f *filter, opt RichOptions, project
 			GROUP BY s.id, s.started_at
 			ORDER BY eff DESC, s.started_at DESC, s.id DESC%[3]s
 		)`, lastActiveSQL("cs"), f.sql(), limit)
-		page = d.tipCTE("chain", "SELECT s.id FROM sessions s "+f.sql()) + ",\n" + page
-		args = append(append([]any{}, f.args...), args...)
-	} else {
+		args = append(append([]any{}, f.args...), f.args...)
+	default:
+		// started_at order walks idx_sessions_started; the parent column is
+		// kept away from the planner so it does not pick idx_sessions_parent
+		// and sort every session.
 		page = fmt.Sprintf(`page AS (
 			SELECT s.id, s.started_at AS eff, s.started_at FROM sessions s %s
-			ORDER BY s.started_at DESC, s.id DESC%s
-		)`, f.sql(), limit)
+			ORDER BY s.started_at DESC%s
+		)`, strings.ReplaceAll(f.sql(), "s.parent_session_id IS NULL", d.noIndex("s.parent_session_id")+" IS NULL"), limit)
+		args = append([]any{}, f.args...)
 	}
 	if !all {
 		args = append(args, opt.Limit, opt.Offset)
@@ -451,16 +524,24 @@ func (r *listingRepo) richQuery(tx *gorm.DB, f *filter, opt RichOptions, project
 			"CASE WHEN t.id IS NULL THEN NULL ELSE " + lastActiveSQL("t") + " END AS tip_last_active"
 	}
 	q := fmt.Sprintf(`WITH RECURSIVE %s
-		SELECT s.*, COALESCE(sp.prompt, s.system_prompt) AS _prompt, %s AS _preview, %s AS _last_active%s
+		SELECT s.*, COALESCE(sp.prompt, s.system_prompt) AS _prompt, %s AS _preview, %s AS _last_active%s%s
 		FROM page JOIN sessions s ON s.id = page.id
 		LEFT JOIN system_prompts sp ON sp.hash = s.system_prompt_hash
 		%s
-		ORDER BY page.eff DESC, page.started_at DESC, s.id DESC`, page, d.previewSQL("s"), lastActiveSQL("s"), tipSel, tipJoin)
+		ORDER BY page.eff DESC, page.started_at DESC, s.id DESC`, page, d.previewSQL("s"), lastActiveSQL("s"), tipSel, bounds, tipJoin)
 	var rows []richRow
 	if err := tx.Raw(q, args...).Scan(&rows).Error; err != nil {
 		return nil, err
 	}
 	return rows, nil
+}
+
+// noIndex hides a column from the SQLite planner's index choice (unary +).
+func (d *DB) noIndex(col string) string {
+	if d.Dialect == Postgres {
+		return col
+	}
+	return "+" + col
 }
 
 func (r *listingRepo) Count(ctx context.Context, opt CountOptions) (int64, error) {
