@@ -7,8 +7,9 @@ import (
 )
 
 // The listing by last activity reads the newest message timestamps from an
-// index (see repo.Listing.Rich): idx_hermesstate_messages_activity (timestamp, session_id: a covering scan). It is
-// ours, not Hermes', so its name says so; Hermes ignores extra indexes.
+// index (see repo.Listing.Rich): idx_hermesstate_messages_activity on
+// (timestamp, session_id), scanned without touching the table. It is ours,
+// not Hermes', so its name says so; Hermes ignores extra indexes.
 func init() {
 	migrations.Register(migrations.Migration{
 		ID: "0100_hermesstate_messages_activity_index",
