@@ -396,3 +396,65 @@ func decodeNumbers(t *testing.T, b []byte) any {
 	require.NoError(t, dec.Decode(&v))
 	return v
 }
+
+// TestBadInputTitlesAndSearch: SQL fragments, LIKE wildcards, FTS5 syntax
+// and odd bytes in titles and search strings are data: stored and found
+// faithfully (titles after Hermes' sanitizing) or refused with ErrInvalid,
+// never an SQL error, never a panic, never another session's row.
+func TestBadInputTitlesAndSearch(t *testing.T) {
+	ctx := context.Background()
+	st := concOpen(t, hs.Config{})
+	frags := []string{`'; DROP TABLE sessions; --`, `x" OR "1"="1`, `100% off_sale`, `a\b`, `NEAR(a b)`, `"unterminated`,
+		`col:value`, `a AND OR NOT b`, `*`, `^start`, `(((`, `'); DELETE FROM messages; --`}
+	var ids []string
+	for i, f := range frags {
+		s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+		require.NoError(t, err)
+		ids = append(ids, s.ID)
+		title := fmt.Sprintf("%s %d", f, i)
+		_, err = st.Titles().Set(ctx, s.ID, title)
+		require.NoError(t, err, title)
+		got, err := st.Titles().Get(ctx, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, title, got, "the title is stored as given")
+		by, err := st.Titles().ByTitle(ctx, title)
+		require.NoError(t, err)
+		require.Equal(t, s.ID, by.ID)
+		_, err = st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: models.Text("needle " + f)})
+		require.NoError(t, err)
+	}
+	// A title that is a LIKE pattern matches only itself.
+	_, err := st.Titles().ByTitle(ctx, "%")
+	require.ErrorIs(t, err, hs.ErrNotFound)
+	_, err = st.Titles().Resolve(ctx, "100_ off%")
+	require.ErrorIs(t, err, hs.ErrNotFound)
+	_, err = st.Titles().Set(ctx, ids[0], "bad \xff title")
+	if err != nil {
+		requireInvalid(t, err, "title")
+	}
+	_, err = st.Titles().Set(ctx, ids[0], strings.Repeat("long ", 1000))
+	requireInvalid(t, err, "title")
+
+	for _, q := range append(frags, "", " ", "\x00", "\xff\xfe", `"`, `""`, strings.Repeat("(", 500), strings.Repeat("a ", 5000)) {
+		hits, err := st.Search().Messages(ctx, q, repo.SearchOptions{Limit: 50})
+		if err != nil {
+			require.ErrorIs(t, err, hs.ErrInvalid, "query %q: %v", q, err)
+			requireClean(t, err, q)
+			continue
+		}
+		for _, h := range hits {
+			require.Contains(t, ids, h.SessionID)
+		}
+	}
+	// Every session and message is still there.
+	n, err := st.Sessions().Count(ctx, "")
+	require.NoError(t, err)
+	require.EqualValues(t, len(frags), n)
+	m, err := st.Messages().Count(ctx, "")
+	require.NoError(t, err)
+	require.EqualValues(t, len(frags), m)
+	hits, err := st.Search().Messages(ctx, "needle", repo.SearchOptions{Limit: 50})
+	require.NoError(t, err)
+	require.Len(t, hits, len(frags))
+	requireCounters(t, st.Path())
+}
