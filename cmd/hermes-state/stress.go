@@ -60,6 +60,8 @@ type StressReport struct {
 	CounterMismatches  []string `json:"counter_mismatches,omitempty"`
 	// Latency of one Append call (one transaction), in milliseconds.
 	LatencyMS Percentiles `json:"latency_ms"`
+	// SlowAppends counts appends that took longer than 100 ms and 250 ms.
+	SlowAppends map[string]int `json:"slow_appends"`
 	// ReadLatencyMS: latency of the searches done between appends.
 	ReadLatencyMS Percentiles `json:"read_latency_ms"`
 	Reads         int         `json:"reads"`
@@ -186,7 +188,8 @@ func printStress(w io.Writer, r *StressReport) {
 	fmt.Fprintf(w, "%d procs x %d appends (busy timeout %d ms) in %.2fs: %.0f appends/s\n", r.Procs, r.AppendsPerProc, r.BusyTimeoutMS, r.ElapsedS, r.ThroughputPerS)
 	fmt.Fprintf(w, "acknowledged %d, found %d, lost %d, duplicates %d, unacknowledged found %d, errors %d %v\n",
 		r.Acknowledged, r.Found, r.Lost, r.Duplicates, r.UnacknowledgedFound, r.ErrorsTotal, r.Errors)
-	fmt.Fprintf(w, "append latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n", r.LatencyMS.P50, r.LatencyMS.P90, r.LatencyMS.P99, r.LatencyMS.Max)
+	fmt.Fprintf(w, "append latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f; %d over 100 ms, %d over 250 ms\n", r.LatencyMS.P50, r.LatencyMS.P90, r.LatencyMS.P99, r.LatencyMS.Max,
+		r.SlowAppends["over_100ms"], r.SlowAppends["over_250ms"])
 	fmt.Fprintf(w, "searches %d (%d misses), latency ms: p50 %.2f  p99 %.2f  max %.2f; counters consistent: %v\n", r.Reads, r.SearchMisses, r.ReadLatencyMS.P50, r.ReadLatencyMS.P99, r.ReadLatencyMS.Max, r.CountersConsistent)
 	for _, f := range r.WorkerFailures {
 		fmt.Fprintln(w, "worker failure: "+f)
@@ -328,6 +331,15 @@ func runStress(ctx context.Context, a *app, o stressOpts) (*StressReport, error)
 		rep.ErrorsTotal += n
 	}
 	rep.LatencyMS = percentiles(lat)
+	rep.SlowAppends = map[string]int{"over_100ms": 0, "over_250ms": 0}
+	for _, ns := range lat {
+		if ns > 100e6 {
+			rep.SlowAppends["over_100ms"]++
+		}
+		if ns > 250e6 {
+			rep.SlowAppends["over_250ms"]++
+		}
+	}
 	rep.ReadLatencyMS = percentiles(rlat)
 	rep.ElapsedS = round3(elapsed.Seconds())
 	if elapsed > 0 {

@@ -87,3 +87,15 @@ func TestStressSmallText(t *testing.T) {
 	require.Contains(t, out, "counters consistent: true")
 	require.Contains(t, out, "(0 misses)")
 }
+
+func TestPercentiles(t *testing.T) {
+	require.Equal(t, Percentiles{}, percentiles(nil))
+	ns := make([]int64, 100)
+	for i := range ns {
+		ns[99-i] = int64(i+1) * 1e6 // 1..100 ms, unsorted
+	}
+	p := percentiles(ns)
+	require.Equal(t, Percentiles{P50: 50, P90: 90, P99: 99, Max: 100}, p)
+	require.Equal(t, int64(1e6), ns[99], "the input is not reordered")
+	require.Equal(t, Percentiles{P50: 7, P90: 7, P99: 7, Max: 7}, percentiles([]int64{7e6}))
+}
