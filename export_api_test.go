@@ -366,3 +366,65 @@ func TestCleanupFresh(t *testing.T) {
 	require.False(t, after.Ran)
 	require.Less(t, after.PageCount, v.PageCount)
 }
+
+// TestImportSessionIsAtomic: a session is imported in one transaction. A
+// bad message in the middle of a large session (past the first multi-row
+// INSERT) leaves nothing of that session; the sessions before it stay; the
+// corrected file, imported again, completes the store; a third import adds
+// nothing.
+func TestImportSessionIsAtomic(t *testing.T) {
+	ctx := context.Background()
+	src, _ := openTemp(t)
+	mk := func(id string, n int) {
+		_, err := src.Sessions().Create(ctx, repo.NewSession{ID: id, Source: "cli"})
+		require.NoError(t, err)
+		batch := make([]repo.NewMessage, n)
+		for i := range batch {
+			c := fmt.Sprintf("%s message %d", id, i)
+			batch[i] = repo.NewMessage{Role: []string{"user", "assistant"}[i%2], Content: &c}
+		}
+		_, err = src.Messages().AppendBatch(ctx, id, batch)
+		require.NoError(t, err)
+	}
+	mk("a-first", 3)
+	mk("b-large", 1200)
+	mk("c-last", 2)
+	// Export in a fixed order: a, b, c.
+	good := append(append(exportLines(t, src, repo.ExportFilter{}, "a-first"),
+		exportLines(t, src, repo.ExportFilter{}, "b-large")...),
+		exportLines(t, src, repo.ExportFilter{}, "c-last")...)
+
+	for _, tc := range []struct{ name, from, to string }{
+		// Caught while writing the second INSERT of b's messages.
+		{"empty role", `"content":"b-large message 700"`, `"role":"","content":"b-large message 700"`},
+		// Caught while decoding (before any write).
+		{"not JSON", `"b-large message 900"`, `"b-large message 900`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			broken := bytes.Replace(good, []byte(tc.from), []byte(tc.to), 1)
+			require.NotEqual(t, good, broken)
+			dst, dstPath := openTemp(t)
+			res, err := dst.Portability().Import(ctx, bytes.NewReader(broken), nil)
+			require.ErrorIs(t, err, hs.ErrInvalid)
+			require.EqualValues(t, 1, res.Sessions)
+			require.EqualValues(t, 3, res.Messages)
+			db := rawDB(t, dstPath)
+			require.Zero(t, counts(t, db, "SELECT COUNT(*) FROM sessions WHERE id IN ('b-large', 'c-last')"))
+			require.Zero(t, counts(t, db, "SELECT COUNT(*) FROM messages WHERE session_id IN ('b-large', 'c-last')"))
+			require.Equal(t, 3, counts(t, db, "SELECT COUNT(*) FROM messages"))
+			noOrphans(t, dstPath)
+
+			res, err = dst.Portability().Import(ctx, bytes.NewReader(good), nil)
+			require.NoError(t, err)
+			require.Equal(t, repo.ImportResult{Sessions: 2, Skipped: 1, Messages: 1202}, res)
+			require.Equal(t, string(exportLines(t, src, repo.ExportFilter{})), string(exportLines(t, dst, repo.ExportFilter{})))
+			require.Equal(t, 1205, counts(t, db, "SELECT COUNT(*) FROM messages"))
+
+			res, err = dst.Portability().Import(ctx, bytes.NewReader(good), nil)
+			require.NoError(t, err)
+			require.Equal(t, repo.ImportResult{Skipped: 3}, res)
+			require.Equal(t, 1205, counts(t, db, "SELECT COUNT(*) FROM messages"))
+			noOrphans(t, dstPath)
+		})
+	}
+}

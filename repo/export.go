@@ -67,8 +67,10 @@ type Portability interface {
 	// the same keys) and stores the sessions whose ids do not exist yet,
 	// with their messages, counters and ids preserved (a message id already
 	// taken gets a new one). A parent missing from both the store and the
-	// file is detached. ErrInvalid for malformed input (the line number is
-	// in the message); sessions imported before it stay.
+	// file is detached. Each session is stored in one transaction (row,
+	// messages): a failure leaves nothing of that session, so importing the
+	// corrected file again completes it. ErrInvalid for malformed input (the
+	// line number is in the message); sessions imported before it stay.
 	Import(ctx context.Context, r io.Reader, p Progress) (ImportResult, error)
 }
 
@@ -348,8 +350,8 @@ func mdLine(s string) string {
 	return strings.NewReplacer("\n", " ", "\r", " ", "`", "'").Replace(s)
 }
 
-// importBatch bounds the messages held in memory and written per
-// transaction while importing.
+// importBatch is the number of messages per multi-row INSERT while
+// importing (all of a session's INSERTs run in one transaction).
 const importBatch = 500
 
 func (r *portRepo) Import(ctx context.Context, rd io.Reader, p Progress) (ImportResult, error) {
@@ -409,7 +411,13 @@ type importMsg struct {
 }
 
 // importOne reads the rest of one session object (after '{'): its fields,
-// then its messages, which are written in batches as they are decoded.
+// then its messages, and stores the session with all its messages in ONE
+// write transaction, so a failure (bad message, full disk, lock budget
+// exhausted) leaves nothing of the session and a later import of the same
+// file stores it whole. The session's messages are held in memory until
+// that transaction (memory is bounded by the largest session, not by the
+// file); a session whose id already exists is decoded and discarded
+// message by message without being kept.
 func (r *portRepo) importOne(ctx context.Context, op string, dec *json.Decoder, line int64, pending map[string]string, res *ImportResult) error {
 	bad := func(err error, what string) error {
 		return models.Wrap(models.ErrInvalid, op, err, fmt.Sprintf("session %d: %s", line, what))
@@ -417,7 +425,7 @@ func (r *portRepo) importOne(ctx context.Context, op string, dec *json.Decoder, 
 	fields := map[string]json.RawMessage{}
 	var sess *models.Session
 	skip := false
-	var batch []importMsg
+	var msgs []importMsg
 	sawMessages := false
 	prepare := func() error {
 		if sess != nil || skip {
@@ -434,41 +442,14 @@ func (r *portRepo) importOne(ctx context.Context, op string, dec *json.Decoder, 
 		if err := checkName(op, "source", s.Source); err != nil {
 			return err
 		}
-		var exists bool
-		err := r.db.Write(ctx, sqlitex.Transcript, op, func(tx *gorm.DB) error {
-			ok, err := sessionExists(tx, s.ID)
-			if err != nil || ok {
-				exists = ok
-				return err
-			}
-			return insertImported(tx, &s, pending)
-		})
+		// An early look (re-checked in the write transaction) so that the
+		// messages of a session already stored are not kept in memory.
+		exists, err := Read(ctx, r.db, op, func(tx *gorm.DB) (bool, error) { return sessionExists(tx, s.ID) })
 		if err != nil {
 			return err
 		}
-		if exists {
-			skip = true
-			res.Skipped++
-			return nil
-		}
+		skip = exists
 		sess = &s
-		res.Sessions++
-		return nil
-	}
-	flush := func() error {
-		if len(batch) == 0 || skip {
-			batch = batch[:0]
-			return nil
-		}
-		rows := batch
-		err := r.db.Write(ctx, sqlitex.Transcript, op, func(tx *gorm.DB) error {
-			return insertImportedMessages(tx, sess.ID, rows)
-		})
-		if err != nil {
-			return err
-		}
-		res.Messages += int64(len(rows))
-		batch = batch[:0]
 		return nil
 	}
 	for dec.More() {
@@ -504,7 +485,6 @@ func (r *portRepo) importOne(ctx context.Context, op string, dec *json.Decoder, 
 			return bad(nil, "messages must be a list")
 		}
 		for dec.More() {
-			var m importMsg
 			if skip {
 				var discard json.RawMessage
 				if err := dec.Decode(&discard); err != nil {
@@ -512,15 +492,11 @@ func (r *portRepo) importOne(ctx context.Context, op string, dec *json.Decoder, 
 				}
 				continue
 			}
+			var m importMsg
 			if err := dec.Decode(&m); err != nil {
 				return bad(err, "bad message")
 			}
-			batch = append(batch, m)
-			if len(batch) >= importBatch {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
+			msgs = append(msgs, m)
 		}
 		if _, err := dec.Token(); err != nil {
 			return bad(err, "unterminated messages")
@@ -532,17 +508,56 @@ func (r *portRepo) importOne(ctx context.Context, op string, dec *json.Decoder, 
 	if err := prepare(); err != nil {
 		return err
 	}
-	return flush()
+	if skip {
+		res.Skipped++
+		return nil
+	}
+	var exists bool
+	var missingParent string
+	err := r.db.Write(ctx, sqlitex.Transcript, op, func(tx *gorm.DB) error {
+		exists, missingParent = false, ""
+		ok, err := sessionExists(tx, sess.ID)
+		if err != nil || ok {
+			exists = ok
+			return err
+		}
+		s := *sess // insertImported rewrites fields; a retry starts from the decoded row
+		if missingParent, err = insertImported(tx, &s); err != nil {
+			return err
+		}
+		for i := 0; i < len(msgs); i += importBatch {
+			if err := insertImportedMessages(tx, s.ID, msgs[i:min(i+importBatch, len(msgs))]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if exists {
+		res.Skipped++
+		return nil
+	}
+	if missingParent != "" {
+		pending[sess.ID] = missingParent
+	}
+	res.Sessions++
+	res.Messages += int64(len(msgs))
+	return nil
 }
 
-func insertImported(tx *gorm.DB, s *models.Session, pending map[string]string) error {
+// insertImported writes the session row (and its system prompt). It
+// returns the parent id when the parent is not in the store (the row is
+// then written detached, parent_session_id NULL).
+func insertImported(tx *gorm.DB, s *models.Session) (missingParent string, err error) {
 	if s.ParentSessionID != nil {
 		ok, err := sessionExists(tx, *s.ParentSessionID)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if !ok {
-			pending[s.ID] = *s.ParentSessionID
+			missingParent = *s.ParentSessionID
 			s.ParentSessionID = nil
 		}
 	}
@@ -550,14 +565,14 @@ func insertImported(tx *gorm.DB, s *models.Session, pending map[string]string) e
 		if s.SystemPrompt != nil {
 			row := models.SystemPromptRow{Hash: *s.SystemPromptHash, Prompt: *s.SystemPrompt}
 			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
-				return err
+				return "", err
 			}
 			s.SystemPrompt = nil
 		} else {
 			s.SystemPromptHash = nil
 		}
 	}
-	return tx.Create(s).Error
+	return missingParent, tx.Create(s).Error
 }
 
 // messageInsertCols are the columns Import writes (display_identity and
