@@ -119,121 +119,122 @@ func TestListingFixtures(t *testing.T) {
 }
 
 func TestListingFresh(t *testing.T) {
-	ctx := context.Background()
-	st := openFresh(t)
-	ss, ms, lin, ls := st.Sessions(), st.Messages(), st.Lineage(), st.Listing()
-	base := 1767000000.0
-	mk := func(id, source, parent string, at float64, mc map[string]any) {
-		ns := repo.NewSession{ID: id, Source: source, ParentSessionID: parent, StartedAt: models.Epoch(at)}
-		if mc != nil {
-			ns.ModelConfig = models.MustJSON(mc)
+	forEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := context.Background()
+		ss, ms, lin, ls := st.Sessions(), st.Messages(), st.Lineage(), st.Listing()
+		base := 1767000000.0
+		mk := func(id, source, parent string, at float64, mc map[string]any) {
+			ns := repo.NewSession{ID: id, Source: source, ParentSessionID: parent, StartedAt: models.Epoch(at)}
+			if mc != nil {
+				ns.ModelConfig = models.MustJSON(mc)
+			}
+			_, err := ss.Create(ctx, ns)
+			require.NoError(t, err)
 		}
-		_, err := ss.Create(ctx, ns)
-		require.NoError(t, err)
-	}
-	msg := func(id, role string, content string, at float64, kind string) {
-		_, err := ms.Append(ctx, id, repo.NewMessage{Role: role, Content: models.Text(content), Timestamp: models.Epoch(at), DisplayKind: kind})
-		require.NoError(t, err)
-	}
-	long := "line one\nline two is long enough to be cut somewhere after sixty characters for sure"
-	mk("a", "cli", "", base, nil)
-	msg("a", "system", "sys", base+1, "")
-	msg("a", "user", "hidden scaffolding", base+2, "hidden")
-	msg("a", "user", "[CONTEXT SUMMARY]: old stuff", base+3, "")
-	msg("a", "user", long, base+4, "")
-	mk("b", "telegram", "", base+100, nil)
-	msg("b", "user", "[CONTEXT SUMMARY]: recap\n--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---\nreal question", base+101, "")
-	mk("sub", "subagent", "a", base+200, map[string]any{"_delegate_from": "a"})
-	msg("sub", "user", "delegated", base+201, "")
-	mk("br", "cli", "a", base+300, map[string]any{"_branched_from": "a"})
-	mk("root", "cli", "", base+400, nil)
-	msg("root", "user", "first part", base+401, "")
-	_, err := ss.End(ctx, "root", "compression")
-	require.NoError(t, err)
-	mk("cont", "cli", "root", base+500, nil)
-	msg("cont", "user", "second part", base+501, "")
-	msg("cont", "assistant", "ok", base+9000, "")
-	mk("cron1", "cron", "", base+600, nil)
-
-	rows, err := ls.Rich(ctx, repo.RichOptions{})
-	require.NoError(t, err)
-	ids := func(rs []repo.RichSession) []string {
-		var out []string
-		for _, r := range rs {
-			out = append(out, r.ID)
+		msg := func(id, role string, content string, at float64, kind string) {
+			_, err := ms.Append(ctx, id, repo.NewMessage{Role: role, Content: models.Text(content), Timestamp: models.Epoch(at), DisplayKind: kind})
+			require.NoError(t, err)
 		}
-		return out
-	}
-	require.Equal(t, []string{"cron1", "cont", "br", "b", "a"}, ids(rows), "delegate run and continuation hidden; root projected onto tip")
-	byID := map[string]repo.RichSession{}
-	for _, r := range rows {
-		byID[r.ID] = r
-	}
-	require.Equal(t, "line one line two is long enough to be cut somewhere after s...", byID["a"].Preview)
-	require.Equal(t, "real question", byID["b"].Preview)
-	require.Equal(t, "", byID["br"].Preview)
-	require.Equal(t, "root", byID["cont"].LineageRootID)
-	require.Equal(t, "second part", byID["cont"].Preview)
-	require.Equal(t, base+400, float64(byID["cont"].StartedAt), "the root's started_at")
-	require.Equal(t, base+9000, byID["cont"].LastActive)
-	require.Equal(t, base+4, byID["a"].LastActive)
-	require.Equal(t, base+300, byID["br"].LastActive, "no messages: started_at")
+		long := "line one\nline two is long enough to be cut somewhere after sixty characters for sure"
+		mk("a", "cli", "", base, nil)
+		msg("a", "system", "sys", base+1, "")
+		msg("a", "user", "hidden scaffolding", base+2, "hidden")
+		msg("a", "user", "[CONTEXT SUMMARY]: old stuff", base+3, "")
+		msg("a", "user", long, base+4, "")
+		mk("b", "telegram", "", base+100, nil)
+		msg("b", "user", "[CONTEXT SUMMARY]: recap\n--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---\nreal question", base+101, "")
+		mk("sub", "subagent", "a", base+200, map[string]any{"_delegate_from": "a"})
+		msg("sub", "user", "delegated", base+201, "")
+		mk("br", "cli", "a", base+300, map[string]any{"_branched_from": "a"})
+		mk("root", "cli", "", base+400, nil)
+		msg("root", "user", "first part", base+401, "")
+		_, err := ss.End(ctx, "root", "compression")
+		require.NoError(t, err)
+		mk("cont", "cli", "root", base+500, nil)
+		msg("cont", "user", "second part", base+501, "")
+		msg("cont", "assistant", "ok", base+9000, "")
+		mk("cron1", "cron", "", base+600, nil)
 
-	// Ordered by chain activity, the compressed conversation comes first.
-	rows, err = ls.Rich(ctx, repo.RichOptions{OrderByLastActive: true})
-	require.NoError(t, err)
-	require.Equal(t, []string{"cont", "cron1", "br", "b", "a"}, ids(rows))
+		rows, err := ls.Rich(ctx, repo.RichOptions{})
+		require.NoError(t, err)
+		ids := func(rs []repo.RichSession) []string {
+			var out []string
+			for _, r := range rs {
+				out = append(out, r.ID)
+			}
+			return out
+		}
+		require.Equal(t, []string{"cron1", "cont", "br", "b", "a"}, ids(rows), "delegate run and continuation hidden; root projected onto tip")
+		byID := map[string]repo.RichSession{}
+		for _, r := range rows {
+			byID[r.ID] = r
+		}
+		require.Equal(t, "line one line two is long enough to be cut somewhere after s...", byID["a"].Preview)
+		require.Equal(t, "real question", byID["b"].Preview)
+		require.Equal(t, "", byID["br"].Preview)
+		require.Equal(t, "root", byID["cont"].LineageRootID)
+		require.Equal(t, "second part", byID["cont"].Preview)
+		require.Equal(t, base+400, float64(byID["cont"].StartedAt), "the root's started_at")
+		require.Equal(t, base+9000, byID["cont"].LastActive)
+		require.Equal(t, base+4, byID["a"].LastActive)
+		require.Equal(t, base+300, byID["br"].LastActive, "no messages: started_at")
 
-	rows, err = ls.Rich(ctx, repo.RichOptions{ExcludeSources: []string{"cron"}, Limit: 2, Offset: 1})
-	require.NoError(t, err)
-	require.Equal(t, []string{"br", "b"}, ids(rows))
-	rows, err = ls.Rich(ctx, repo.RichOptions{Sources: []string{"telegram", "cron"}})
-	require.NoError(t, err)
-	require.Equal(t, []string{"cron1", "b"}, ids(rows))
-	rows, err = ls.Rich(ctx, repo.RichOptions{IncludeChildren: true})
-	require.NoError(t, err)
-	require.Equal(t, []string{"cron1", "cont", "root", "br", "sub", "b", "a"}, ids(rows))
+		// Ordered by chain activity, the compressed conversation comes first.
+		rows, err = ls.Rich(ctx, repo.RichOptions{OrderByLastActive: true})
+		require.NoError(t, err)
+		require.Equal(t, []string{"cont", "cron1", "br", "b", "a"}, ids(rows))
 
-	// Archived and hidden rows are left out unless asked for.
-	_, err = lin.SetArchived(ctx, "b", true)
-	require.NoError(t, err)
-	_, err = lin.SetHidden(ctx, "cron1", true)
-	require.NoError(t, err)
-	rows, err = ls.Rich(ctx, repo.RichOptions{})
-	require.NoError(t, err)
-	require.Equal(t, []string{"cont", "br", "a"}, ids(rows))
-	rows, err = ls.Rich(ctx, repo.RichOptions{ArchivedOnly: true})
-	require.NoError(t, err)
-	require.Equal(t, []string{"b"}, ids(rows))
-	rows, err = ls.Rich(ctx, repo.RichOptions{IncludeArchived: true, IncludeHidden: true})
-	require.NoError(t, err)
-	require.Len(t, rows, 5)
-	// Pinned back-fill: a pinned row beyond the page is appended.
-	_, err = lin.SetPinned(ctx, "a", true)
-	require.NoError(t, err)
-	rows, err = ls.Rich(ctx, repo.RichOptions{Limit: 1, IncludePinned: true})
-	require.NoError(t, err)
-	require.Equal(t, []string{"cont", "a"}, ids(rows))
+		rows, err = ls.Rich(ctx, repo.RichOptions{ExcludeSources: []string{"cron"}, Limit: 2, Offset: 1})
+		require.NoError(t, err)
+		require.Equal(t, []string{"br", "b"}, ids(rows))
+		rows, err = ls.Rich(ctx, repo.RichOptions{Sources: []string{"telegram", "cron"}})
+		require.NoError(t, err)
+		require.Equal(t, []string{"cron1", "b"}, ids(rows))
+		rows, err = ls.Rich(ctx, repo.RichOptions{IncludeChildren: true})
+		require.NoError(t, err)
+		require.Equal(t, []string{"cron1", "cont", "root", "br", "sub", "b", "a"}, ids(rows))
 
-	n, err := ls.Count(ctx, repo.CountOptions{})
-	require.NoError(t, err)
-	require.EqualValues(t, 6, n, "archived b not counted")
-	n, err = ls.Count(ctx, repo.CountOptions{ExcludeChildren: true, IncludeArchived: true})
-	require.NoError(t, err)
-	require.EqualValues(t, 5, n)
-	_, err = ls.Rich(ctx, repo.RichOptions{Limit: -1})
-	require.ErrorIs(t, err, hs.ErrInvalid)
+		// Archived and hidden rows are left out unless asked for.
+		_, err = lin.SetArchived(ctx, "b", true)
+		require.NoError(t, err)
+		_, err = lin.SetHidden(ctx, "cron1", true)
+		require.NoError(t, err)
+		rows, err = ls.Rich(ctx, repo.RichOptions{})
+		require.NoError(t, err)
+		require.Equal(t, []string{"cont", "br", "a"}, ids(rows))
+		rows, err = ls.Rich(ctx, repo.RichOptions{ArchivedOnly: true})
+		require.NoError(t, err)
+		require.Equal(t, []string{"b"}, ids(rows))
+		rows, err = ls.Rich(ctx, repo.RichOptions{IncludeArchived: true, IncludeHidden: true})
+		require.NoError(t, err)
+		require.Len(t, rows, 5)
+		// Pinned back-fill: a pinned row beyond the page is appended.
+		_, err = lin.SetPinned(ctx, "a", true)
+		require.NoError(t, err)
+		rows, err = ls.Rich(ctx, repo.RichOptions{Limit: 1, IncludePinned: true})
+		require.NoError(t, err)
+		require.Equal(t, []string{"cont", "a"}, ids(rows))
 
-	// Recent: by last activity, every kind of session.
-	rec, err := ls.Recent(ctx, nil, 3, 0)
-	require.NoError(t, err)
-	require.Equal(t, []string{"cont", "cron1", "root"}, ids(rec))
-	// Empty ended sessions.
-	_, err = ss.End(ctx, "br", "user_exit")
-	require.NoError(t, err)
-	n, err = ls.CountEmpty(ctx)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, n)
+		n, err := ls.Count(ctx, repo.CountOptions{})
+		require.NoError(t, err)
+		require.EqualValues(t, 6, n, "archived b not counted")
+		n, err = ls.Count(ctx, repo.CountOptions{ExcludeChildren: true, IncludeArchived: true})
+		require.NoError(t, err)
+		require.EqualValues(t, 5, n)
+		_, err = ls.Rich(ctx, repo.RichOptions{Limit: -1})
+		require.ErrorIs(t, err, hs.ErrInvalid)
+
+		// Recent: by last activity, every kind of session.
+		rec, err := ls.Recent(ctx, nil, 3, 0)
+		require.NoError(t, err)
+		require.Equal(t, []string{"cont", "cron1", "root"}, ids(rec))
+		// Empty ended sessions.
+		_, err = ss.End(ctx, "br", "user_exit")
+		require.NoError(t, err)
+		n, err = ls.CountEmpty(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
+	})
 }
 
 // The bounded activity scan (see repo.listingRepo.richQuery) must give the
