@@ -273,6 +273,10 @@ CREATE INDEX IF NOT EXISTS idx_sessions_tool_names
 CREATE OR REPLACE FUNCTION messages_display_order_insert() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+    -- The copy tool loads rows with their display columns as they are.
+    IF current_setting('hermesstate.copying', true) = 'on' THEN
+        RETURN NEW;
+    END IF;
     -- BEFORE INSERT: the row is not in the table yet (SQLite: AFTER INSERT
     -- with an UPDATE of the new row; same result).
     NEW.display_order := COALESCE((

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -72,4 +73,59 @@ func TestCLIEveryCommandOnBothBackends(t *testing.T) {
 	_, err := run(t, "--db", filepath.Join(t.TempDir(), "x.db"), "--schema", "s", "sessions", "list")
 	require.Error(t, err)
 	require.Equal(t, 2, exitCode(err))
+}
+
+// TestCLICopyFixture copies a Hermes fixture (a temp copy) into PostgreSQL
+// with `copy`; listings and messages then print the same on both.
+func TestCLICopyFixture(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	fx := ""
+	for _, up := range []string{"../..", "../../..", "../../../.."} {
+		if p := filepath.Join(up, "shared", "fixtures", "hermes-v30.db"); fx == "" && fileExists(p) {
+			fx = p
+		}
+	}
+	if fx == "" {
+		t.Skip("no Hermes fixtures beside the repository (../shared/fixtures)")
+	}
+	src := filepath.Join(t.TempDir(), "state.db")
+	copyFile(t, fx, src)
+	out, err := run(t, "--json", "copy", "--from", src, "--to", dsn, "--to-schema", schema, "--batch", "5")
+	require.NoError(t, err)
+	var res map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	rows := res["rows"].(map[string]any)
+	require.EqualValues(t, 31, rows["messages"])
+	require.EqualValues(t, 9, rows["sessions"])
+
+	a, err := run(t, "--db", src, "--json", "sessions", "list")
+	require.NoError(t, err)
+	b, err := run(t, "--db", dsn, "--schema", schema, "--json", "sessions", "list")
+	require.NoError(t, err)
+	require.JSONEq(t, a, b)
+	var ss []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(a), &ss))
+	for _, s := range ss {
+		id := s["id"].(string)
+		a, err := run(t, "--db", src, "--json", "sessions", "show", id, "--conversation")
+		require.NoError(t, err)
+		b, err := run(t, "--db", dsn, "--schema", schema, "--json", "sessions", "show", id, "--conversation")
+		require.NoError(t, err)
+		require.JSONEq(t, a, b, id)
+	}
+	// Refused: the target is no longer empty.
+	_, err = run(t, "copy", "--from", src, "--to", dsn, "--to-schema", schema)
+	require.Error(t, err)
+	require.Equal(t, 4, exitCode(err))
+	_, err = run(t, "copy", "--from", src, "--to", src)
+	require.Equal(t, 2, exitCode(err))
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(to, b, 0o600))
 }

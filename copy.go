@@ -1,0 +1,309 @@
+package hermesstate
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/hermesstate/hermesstate/internal/pgsql"
+	"github.com/hermesstate/hermesstate/migrations"
+	"github.com/hermesstate/hermesstate/models"
+)
+
+// CopyOptions tunes Copy.
+type CopyOptions struct {
+	// BatchRows is the number of rows per INSERT; default 500.
+	BatchRows int
+	// Progress, when set, is called after every batch with the table being
+	// copied, the rows copied so far over all tables, and the total.
+	Progress func(table string, done, total int64)
+}
+
+// CopyStats reports what Copy copied: rows per table (equal in source and
+// target, verified before the commit) and the time taken.
+type CopyStats struct {
+	Rows    map[string]int64
+	Total   int64
+	Elapsed time.Duration
+}
+
+// bookkeeping tables are replaced, not required empty: a freshly migrated
+// target holds its own schema_version row and adoption marker.
+var copyBookkeeping = map[string]bool{"schema_version": true, "state_meta": true}
+
+// Copy copies every row of every Hermes v30 table of src into dst, which
+// must be a PostgreSQL store whose tables are empty (schema_version and
+// state_meta excepted: they are replaced by the source's). It runs in ONE
+// target transaction: rows go in batches of multi-row INSERTs with the
+// source's values (message ids included; the id sequence is advanced past
+// the source's highest id and its AUTOINCREMENT counter), foreign keys are
+// checked at commit, the display-order trigger stands aside during the
+// load so display columns are copied as they are, and the row count of every table
+// is compared with the source before committing. src is only read, from
+// one consistent snapshot (a read-only repeatable-read transaction on
+// PostgreSQL; on SQLite use OpenSnapshot to leave the file untouched).
+//
+// Errors: ErrInvalid when dst is not PostgreSQL or is src itself,
+// ErrConflict when the target is not empty, ErrCorrupt when the counts
+// differ (nothing is committed), ErrStorage for failures of either side.
+func Copy(ctx context.Context, src, dst *Store, opt CopyOptions) (CopyStats, error) {
+	const op = "copy"
+	start := time.Now()
+	if dst.cfg.Driver != DriverPostgres {
+		return CopyStats{}, models.Errorf(models.ErrInvalid, op, "the copy target must be a PostgreSQL store")
+	}
+	if src.cfg.Driver == DriverPostgres && src.cfg.DSN == dst.cfg.DSN && src.cfg.Schema == dst.cfg.Schema {
+		return CopyStats{}, models.Errorf(models.ErrInvalid, op, "source and target are the same schema")
+	}
+	if opt.BatchRows <= 0 {
+		opt.BatchRows = 500
+	}
+	ref, err := migrations.ReferenceColumns()
+	if err != nil {
+		return CopyStats{}, models.Wrap(models.ErrStorage, op, err, "")
+	}
+	stats := CopyStats{Rows: map[string]int64{}}
+	readOpts := &sql.TxOptions{ReadOnly: true}
+	if src.cfg.Driver == DriverPostgres {
+		readOpts.Isolation = sql.LevelRepeatableRead
+	} else {
+		readOpts = nil // SQLite: a transaction is a snapshot already
+	}
+	err = src.db.R.WithContext(ctx).Transaction(func(stx *gorm.DB) error {
+		var total int64
+		for _, t := range Tables() {
+			var n int64
+			if err := stx.Table(t).Count(&n).Error; err != nil {
+				return fmt.Errorf("count source %s: %w", t, err)
+			}
+			stats.Rows[t] = n
+			total += n
+		}
+		stats.Total = total
+		// SQLite's AUTOINCREMENT counter can be past MAX(id) (deleted rows);
+		// ids are never reused, so the target sequence starts past both.
+		var seq int64
+		if src.cfg.Driver == DriverSQLite {
+			var v []int64
+			if stx.Raw("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_sequence'").Scan(&v).Error == nil && len(v) == 1 && v[0] > 0 {
+				var sv []sql.NullInt64
+				if err := stx.Raw("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").Scan(&sv).Error; err != nil {
+					return err
+				}
+				if len(sv) == 1 {
+					seq = sv[0].Int64
+				}
+			}
+		} else {
+			var sv []sql.NullInt64
+			if err := stx.Raw("SELECT last_value FROM pg_sequences WHERE schemaname = current_schema() AND sequencename = 'messages_id_seq'").Scan(&sv).Error; err == nil && len(sv) == 1 {
+				seq = sv[0].Int64
+			}
+		}
+		return dst.db.W.WithContext(ctx).Transaction(func(dtx *gorm.DB) error {
+			if err := dtx.Exec("SELECT pg_advisory_xact_lock(?, hashtext(?))", pgsql.LockClassMigrate, dst.cfg.Schema).Error; err != nil {
+				return err
+			}
+			for _, t := range Tables() {
+				if copyBookkeeping[t] {
+					continue
+				}
+				var one []int
+				if err := dtx.Raw("SELECT 1 FROM " + pgsql.QuoteIdent(t) + " LIMIT 1").Scan(&one).Error; err != nil {
+					return err
+				}
+				if len(one) > 0 {
+					return models.Errorf(models.ErrConflict, op, "the target schema %s is not empty (table %s has rows); copy only into an empty store", dst.cfg.Schema, t)
+				}
+			}
+			for _, q := range []string{"SET CONSTRAINTS ALL DEFERRED", "SET LOCAL hermesstate.copying = 'on'",
+				"DELETE FROM schema_version", "DELETE FROM state_meta"} {
+				if err := dtx.Exec(q).Error; err != nil {
+					return err
+				}
+			}
+			var done int64
+			for _, t := range Tables() {
+				n, err := copyTable(stx, dtx, t, ref[t], opt, func(k int64) {
+					done += k
+					if opt.Progress != nil {
+						opt.Progress(t, done, total)
+					}
+				})
+				if err != nil {
+					return fmt.Errorf("copy %s: %w", t, err)
+				}
+				if n != stats.Rows[t] {
+					return models.Errorf(models.ErrCorrupt, op, "table %s: read %d rows from the source, which counted %d", t, n, stats.Rows[t])
+				}
+			}
+			if err := dtx.Exec("SET LOCAL hermesstate.copying = 'off'").Error; err != nil {
+				return err
+			}
+			if err := dtx.Exec(`SELECT setval(pg_get_serial_sequence('messages', 'id'),
+				GREATEST(COALESCE((SELECT MAX(id) FROM messages), 0), ?, 1),
+				COALESCE((SELECT MAX(id) FROM messages), 0) > 0 OR ? > 0)`, seq, seq).Error; err != nil {
+				return err
+			}
+			for _, t := range Tables() {
+				var n int64
+				if err := dtx.Table(t).Count(&n).Error; err != nil {
+					return err
+				}
+				if n != stats.Rows[t] {
+					return models.Errorf(models.ErrCorrupt, op, "table %s: the target holds %d rows, the source %d; nothing was committed", t, n, stats.Rows[t])
+				}
+			}
+			return dtx.Exec("SET CONSTRAINTS ALL IMMEDIATE").Error
+		})
+	}, readOpts)
+	stats.Elapsed = time.Since(start)
+	if err != nil {
+		return stats, mapCopyErr(op, err)
+	}
+	return stats, nil
+}
+
+func mapCopyErr(op string, err error) error {
+	var me *models.Error
+	if asModelsError(err, &me) {
+		return err
+	}
+	if pgsql.IsConstraint(err) {
+		return models.Wrap(models.ErrConflict, op, err, "the source rows break a key of the target (a dangling parent, prompt or session reference?); nothing was committed")
+	}
+	return models.Wrap(models.ErrStorage, op, err, "copy failed; nothing was committed: "+oneLine(err.Error()))
+}
+
+func oneLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// copyTable streams table t of the source into the target with the v30
+// column list, in batches. It returns the number of rows copied.
+func copyTable(stx, dtx *gorm.DB, t string, cols []migrations.Column, opt CopyOptions, progress func(int64)) (int64, error) {
+	names := make([]string, len(cols))
+	bytea := make([]bool, len(cols))
+	for i, c := range cols {
+		names[i] = pgsql.QuoteIdent(c.Name)
+		bytea[i] = strings.EqualFold(c.Type, "BLOB")
+	}
+	list := strings.Join(names, ", ")
+	order := "rowid"
+	if stx.Dialector.Name() == "postgres" {
+		order = "1"
+	}
+	rows, err := stx.Raw("SELECT " + list + " FROM " + pgsql.QuoteIdent(t) + " ORDER BY " + order).Rows()
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	batch := opt.BatchRows
+	if max := 60000 / len(cols); batch > max {
+		batch = max
+	}
+	rowSQL := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")"
+	var n int64
+	args := make([]any, 0, batch*len(cols))
+	pending := 0
+	flush := func() error {
+		if pending == 0 {
+			return nil
+		}
+		q := "INSERT INTO " + pgsql.QuoteIdent(t) + " (" + list + ") VALUES " + strings.TrimSuffix(strings.Repeat(rowSQL+", ", pending), ", ")
+		if err := dtx.Exec(q, args...).Error; err != nil {
+			return err
+		}
+		progress(int64(pending))
+		args, pending = args[:0], 0
+		return nil
+	}
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return n, err
+		}
+		for i, v := range vals {
+			if b, ok := v.([]byte); ok && !bytea[i] {
+				// A BLOB in a text column (SQLite's loose typing).
+				if !utf8.Valid(b) {
+					return n, models.Errorf(models.ErrInvalid, "copy", "%s.%s holds bytes that are not UTF-8 text; PostgreSQL cannot store them as text", t, cols[i].Name)
+				}
+				v = string(b)
+			}
+			args = append(args, v)
+		}
+		pending++
+		n++
+		if pending == batch {
+			if err := flush(); err != nil {
+				return n, err
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return n, err
+	}
+	return n, flush()
+}
+
+// OpenSnapshot opens a private copy of the SQLite file at path for reading
+// without touching the file: a consistent snapshot is written with VACUUM
+// INTO (a read of the source) to a temporary file, which is then opened
+// (and migrated to v30, as Open does for every Hermes file). Call the
+// returned cleanup to close the store and remove the copy. Errors:
+// ErrNotFound when there is no file at path, ErrCorrupt when it is not a
+// database, ErrStorage otherwise.
+func OpenSnapshot(ctx context.Context, path string, cfg Config) (*Store, func(), error) {
+	const op = "snapshot"
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil, models.Wrap(models.ErrNotFound, op, err, "no database at "+path)
+	}
+	dir, err := os.MkdirTemp("", "hermesstate-snapshot-")
+	if err != nil {
+		return nil, nil, models.Wrap(models.ErrStorage, op, err, "cannot create a temporary directory")
+	}
+	cleanupDir := func() { _ = os.RemoveAll(dir) }
+	tmp := filepath.Join(dir, "state.db")
+	abs, _ := filepath.Abs(path)
+	g, err := gorm.Open(sqlite.Open("file:"+abs+"?mode=ro&_pragma=busy_timeout(5000)"), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		cleanupDir()
+		return nil, nil, classifyOpenErr(op, err, path)
+	}
+	err = g.WithContext(ctx).Exec("VACUUM INTO ?", tmp).Error
+	if d, e := g.DB(); e == nil {
+		_ = d.Close()
+	}
+	if err != nil {
+		cleanupDir()
+		return nil, nil, classifyOpenErr(op, err, path)
+	}
+	cfg.Driver, cfg.Path, cfg.ReadOnly = DriverSQLite, tmp, false
+	cfg.JournalMode = JournalDelete
+	st, err := Open(ctx, cfg)
+	if err != nil {
+		cleanupDir()
+		return nil, nil, err
+	}
+	return st, func() { _ = st.Close(); cleanupDir() }, nil
+}
+
+func asModelsError(err error, target **models.Error) bool { return errors.As(err, target) }

@@ -1,0 +1,171 @@
+package hermesstate_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/models"
+	"github.com/hermesstate/hermesstate/repo"
+)
+
+func fileHash(t *testing.T, path string) [32]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	h := sha256.New()
+	_, err = io.Copy(h, f)
+	require.NoError(t, err)
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// requireSameStore asserts that two stores return the same data through
+// the public API: table counts, every session and its messages and replay,
+// listings, titles, state_meta.
+func requireSameStore(t *testing.T, a, b *hs.Store) {
+	t.Helper()
+	ctx := ctxT(t)
+	ca, err := a.TableCounts(ctx)
+	require.NoError(t, err)
+	cb, err := b.TableCounts(ctx)
+	require.NoError(t, err)
+	require.Equal(t, ca, cb, "table counts")
+
+	la, err := a.Sessions().List(ctx, repo.ListOptions{Limit: 100000})
+	require.NoError(t, err)
+	lb, err := b.Sessions().List(ctx, repo.ListOptions{Limit: 100000})
+	require.NoError(t, err)
+	require.Equal(t, jsonOf(t, la), jsonOf(t, lb), "sessions list")
+	for _, s := range la {
+		ga, err := a.Sessions().Get(ctx, s.ID)
+		require.NoError(t, err)
+		gb, err := b.Sessions().Get(ctx, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, jsonOf(t, ga), jsonOf(t, gb), "session %s", s.ID)
+		ma, err := a.Messages().List(ctx, s.ID)
+		require.NoError(t, err)
+		mb, err := b.Messages().List(ctx, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, jsonOf(t, ma), jsonOf(t, mb), "messages of %s", s.ID)
+		for i := range ma {
+			require.Equal(t, ma[i].DisplayIdentity, mb[i].DisplayIdentity, "display_identity of %d", ma[i].ID)
+			require.Equal(t, ma[i].DisplayOrder, mb[i].DisplayOrder, "display_order of %d", ma[i].ID)
+		}
+		va, err := a.Messages().Conversation(ctx, s.ID, repo.ConversationOptions{})
+		require.NoError(t, err)
+		vb, err := b.Messages().Conversation(ctx, s.ID, repo.ConversationOptions{})
+		require.NoError(t, err)
+		require.Equal(t, jsonOf(t, va), jsonOf(t, vb), "conversation of %s", s.ID)
+		ua, err := a.ModelUsage(ctx, s.ID)
+		require.NoError(t, err)
+		ub, err := b.ModelUsage(ctx, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, jsonOf(t, ua), jsonOf(t, ub), "usage of %s", s.ID)
+	}
+	for _, opt := range []repo.RichOptions{{Limit: 1000}, {Limit: 1000, IncludeChildren: true, IncludeArchived: true, IncludeHidden: true},
+		{Limit: 1000, OrderByLastActive: true, IncludePinned: true}} {
+		ra, err := a.Listing().Rich(ctx, opt)
+		require.NoError(t, err)
+		rb, err := b.Listing().Rich(ctx, opt)
+		require.NoError(t, err)
+		require.Equal(t, jsonOf(t, ra), jsonOf(t, rb), "rich listing %+v", opt)
+	}
+	ta, err := a.Titles().Stored(ctx)
+	require.NoError(t, err)
+	tb, err := b.Titles().Stored(ctx)
+	require.NoError(t, err)
+	require.Equal(t, ta, tb, "titles")
+	for _, ti := range ta {
+		ra, errA := a.Titles().Resolve(ctx, ti)
+		rb, errB := b.Titles().Resolve(ctx, ti)
+		require.Equal(t, errA == nil, errB == nil)
+		require.Equal(t, ra, rb, "resolve %q", ti)
+	}
+	ma, err := a.Meta().All(ctx)
+	require.NoError(t, err)
+	mb, err := b.Meta().All(ctx)
+	require.NoError(t, err)
+	require.Equal(t, ma, mb, "state_meta")
+	va, err := a.SchemaVersion(ctx)
+	require.NoError(t, err)
+	vb, err := b.SchemaVersion(ctx)
+	require.NoError(t, err)
+	require.Equal(t, va, vb)
+}
+
+// TestCopyFixturesToPostgres copies every Hermes-made fixture (a temp copy)
+// into a fresh PostgreSQL schema and expects the same store back, the
+// source file unchanged.
+func TestCopyFixturesToPostgres(t *testing.T) {
+	pgTestDSN(t)
+	for _, f := range LoadFixtures(t) {
+		t.Run(f.Name, func(t *testing.T) {
+			ctx := ctxT(t)
+			path := f.CopyDB(t)
+			before := fileHash(t, path)
+			src, cleanup, err := hs.OpenSnapshot(ctx, path, hs.Config{})
+			require.NoError(t, err)
+			defer cleanup()
+			dst := openBackend(t, backendPostgres)
+			var calls int
+			var last int64
+			stats, err := hs.Copy(ctx, src, dst, hs.CopyOptions{BatchRows: 7, Progress: func(table string, done, total int64) {
+				calls++
+				require.GreaterOrEqual(t, done, last)
+				require.LessOrEqual(t, done, total)
+				last = done
+			}})
+			require.NoError(t, err)
+			require.Equal(t, before, fileHash(t, path), "the source file is untouched")
+			require.Positive(t, stats.Rows["messages"])
+			require.Equal(t, stats.Total, last)
+			require.Positive(t, calls)
+			counts, err := dst.TableCounts(ctx)
+			require.NoError(t, err)
+			require.Equal(t, stats.Rows, counts)
+			requireSameStore(t, src, dst)
+
+			// New messages continue after the copied ids.
+			list, err := src.Sessions().List(ctx, repo.ListOptions{Limit: 1})
+			require.NoError(t, err)
+			n, err := dst.Messages().Count(ctx, "")
+			require.NoError(t, err)
+			id, err := dst.Messages().Append(ctx, list[0].ID, repo.NewMessage{Role: "user", Content: models.Text("after copy")})
+			if err == nil {
+				require.Greater(t, id, n)
+			} else {
+				requireKind(t, err, hs.ErrConflict) // ended by compression
+			}
+
+			// A second copy into the now non-empty target is refused.
+			_, err = hs.Copy(ctx, src, dst, hs.CopyOptions{})
+			requireKind(t, err, hs.ErrConflict)
+		})
+	}
+}
+
+func TestCopyRefusals(t *testing.T) {
+	ctx := context.Background()
+	a := openBackend(t, backendSQLite)
+	b := openBackend(t, backendSQLite)
+	_, err := hs.Copy(ctx, a, b, hs.CopyOptions{})
+	requireKind(t, err, hs.ErrInvalid)
+	_, _, err = hs.OpenSnapshot(ctx, "/nonexistent/state.db", hs.Config{})
+	requireKind(t, err, hs.ErrNotFound)
+}
