@@ -106,7 +106,7 @@ func List() []Migration {
 		{ID: "0003_hermes_v20_usage_seed", BelowVersion: 20, Apply: stepV20UsageSeed, SQLiteOnly: true},
 		{ID: "0004_hermes_v25_system_prompts", BelowVersion: 25, Apply: stepV25SystemPrompts, SQLiteOnly: true},
 		{ID: "0005_hermes_v30_stamp", Apply: stampVersion},
-		{ID: "0006_fts_tables", Apply: ftsTables, SQLiteOnly: true},
+		{ID: "0006_fts_tables", Apply: ftsTables, Postgres: postgresSearchObjects},
 		{ID: "0007_hermesstate_cjk_index", Apply: fts.EnsureCJKIndex, SQLiteOnly: true},
 	}
 	return append(base, extra...)
