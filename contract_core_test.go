@@ -1,11 +1,13 @@
 package hermesstate_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -325,4 +327,68 @@ func TestContractClosed(t *testing.T) {
 		_, err = st.Messages().Append(ctx, "x", repo.NewMessage{Role: "user"})
 		requireKind(t, err, hs.ErrClosed)
 	})
+}
+
+// TestContractExportCleanup: export → import round trip, delete, clear and
+// prune give the same results on both backends.
+func TestContractExportCleanup(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			st := openBackend(t, b)
+			ctx := ctxT(t)
+			ss, ms, cl := st.Sessions(), st.Messages(), st.Cleanup()
+			old := models.Epoch(1767225600)
+			for _, id := range []string{"old1", "old2", "new1"} {
+				at := old
+				if id == "new1" {
+					at = models.Now()
+				}
+				_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli", StartedAt: at, SystemPrompt: "p " + id})
+				require.NoError(t, err)
+				_, err = ms.AppendBatch(ctx, id, []repo.NewMessage{{Role: "user", Content: models.Text("hi " + id), Timestamp: at},
+					{Role: "assistant", Content: models.Text("multi\x00modal-ish"), Timestamp: at}})
+				require.NoError(t, err)
+				if id != "new1" {
+					_, err = ss.End(ctx, id, "user_exit")
+					require.NoError(t, err)
+				}
+			}
+			var buf bytes.Buffer
+			n, err := st.Portability().WriteJSONL(ctx, &buf, repo.ExportFilter{}, nil, nil)
+			require.NoError(t, err)
+			require.EqualValues(t, 3, n)
+			other := openBackend(t, b)
+			_, err = other.Portability().Import(ctx, bytes.NewReader(buf.Bytes()), nil)
+			require.NoError(t, err)
+			requireSameCounts(t, st, other)
+
+			res, err := cl.Prune(ctx, repo.PruneOptions{OlderThan: 24 * time.Hour, DryRun: true})
+			require.NoError(t, err)
+			require.ElementsMatch(t, []string{"old1", "old2"}, res.IDs)
+			res, err = cl.Prune(ctx, repo.PruneOptions{OlderThan: 24 * time.Hour})
+			require.NoError(t, err)
+			require.EqualValues(t, 2, res.Deleted)
+			n2, err := cl.ClearMessages(ctx, "new1")
+			require.NoError(t, err)
+			require.EqualValues(t, 2, n2)
+			_, err = cl.Delete(ctx, "new1")
+			require.NoError(t, err)
+			counts, err := st.TableCounts(ctx)
+			require.NoError(t, err)
+			require.EqualValues(t, 0, counts["sessions"])
+			require.EqualValues(t, 0, counts["messages"])
+			require.EqualValues(t, 0, counts["system_prompts"])
+		})
+	}
+}
+
+func requireSameCounts(t *testing.T, a, b *hs.Store) {
+	t.Helper()
+	ca, err := a.TableCounts(ctxT(t))
+	require.NoError(t, err)
+	cb, err := b.TableCounts(ctxT(t))
+	require.NoError(t, err)
+	delete(ca, "state_meta")
+	delete(cb, "state_meta")
+	require.Equal(t, ca, cb)
 }

@@ -1,6 +1,7 @@
 package hermesstate_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -102,6 +103,19 @@ func requireSameStore(t *testing.T, a, b *hs.Store) {
 	mb, err := b.Meta().All(ctx)
 	require.NoError(t, err)
 	require.Equal(t, ma, mb, "state_meta")
+	var ea, eb bytes.Buffer
+	_, err = a.Portability().WriteJSONL(ctx, &ea, repo.ExportFilter{}, nil, nil)
+	require.NoError(t, err)
+	_, err = b.Portability().WriteJSONL(ctx, &eb, repo.ExportFilter{}, nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, ea.String(), eb.String(), "JSONL export")
+	ea.Reset()
+	eb.Reset()
+	_, err = a.Portability().WriteMarkdown(ctx, &ea, repo.ExportFilter{}, nil, nil)
+	require.NoError(t, err)
+	_, err = b.Portability().WriteMarkdown(ctx, &eb, repo.ExportFilter{}, nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, ea.String(), eb.String(), "Markdown export")
 	va, err := a.SchemaVersion(ctx)
 	require.NoError(t, err)
 	vb, err := b.SchemaVersion(ctx)

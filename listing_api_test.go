@@ -241,52 +241,53 @@ func TestListingFresh(t *testing.T) {
 // exact order: check it against a brute-force order, with pages that need
 // one round and pages that need a wider scan.
 func TestListingByActivityBounded(t *testing.T) {
-	ctx := context.Background()
-	st := openFresh(t)
-	ss, ms := st.Sessions(), st.Messages()
-	base := 1767000000.0
-	last := map[string]float64{}
-	var order []string
-	for i := 0; i < 60; i++ {
-		id := fmt.Sprintf("s%02d", i)
-		start := base + float64(i)*100
-		_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli", StartedAt: models.Epoch(start)})
-		require.NoError(t, err)
-		batch := make([]repo.NewMessage, 30)
-		for j := range batch {
-			batch[j] = repo.NewMessage{Role: "user", Content: models.Text("m"), Timestamp: models.Epoch(start + float64(j))}
-		}
-		_, err = ms.AppendBatch(ctx, id, batch)
-		require.NoError(t, err)
-		last[id] = start + 29
-	}
-	// An old session active again, and a compression chain whose tip is busy.
-	_, err := ms.Append(ctx, "s05", repo.NewMessage{Role: "user", Content: models.Text("back"), Timestamp: models.Epoch(base + 9000)})
-	require.NoError(t, err)
-	last["s05"] = base + 9000
-	_, err = ss.End(ctx, "s20", "compression")
-	require.NoError(t, err)
-	_, err = ss.Create(ctx, repo.NewSession{ID: "s20b", Source: "cli", ParentSessionID: "s20", StartedAt: models.Epoch(base + 8000)})
-	require.NoError(t, err)
-	_, err = ms.Append(ctx, "s20b", repo.NewMessage{Role: "user", Content: models.Text("tip"), Timestamp: models.Epoch(base + 9500)})
-	require.NoError(t, err)
-	last["s20"] = base + 9500
-	for id := range last {
-		order = append(order, id)
-	}
-	sort.Slice(order, func(i, j int) bool { return last[order[i]] > last[order[j]] })
-	for _, pg := range [][2]int{{5, 0}, {10, 20}, {20, 40}, {20, 55}} {
-		rows, err := st.Listing().Rich(ctx, repo.RichOptions{OrderByLastActive: true, Limit: pg[0], Offset: pg[1]})
-		require.NoError(t, err)
-		var got []string
-		for _, r := range rows {
-			id := r.ID
-			if r.LineageRootID != "" {
-				id = r.LineageRootID
+	forEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := context.Background()
+		ss, ms := st.Sessions(), st.Messages()
+		base := 1767000000.0
+		last := map[string]float64{}
+		var order []string
+		for i := 0; i < 60; i++ {
+			id := fmt.Sprintf("s%02d", i)
+			start := base + float64(i)*100
+			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli", StartedAt: models.Epoch(start)})
+			require.NoError(t, err)
+			batch := make([]repo.NewMessage, 30)
+			for j := range batch {
+				batch[j] = repo.NewMessage{Role: "user", Content: models.Text("m"), Timestamp: models.Epoch(start + float64(j))}
 			}
-			got = append(got, id)
+			_, err = ms.AppendBatch(ctx, id, batch)
+			require.NoError(t, err)
+			last[id] = start + 29
 		}
-		end := min(len(order), pg[1]+pg[0])
-		require.Equal(t, order[pg[1]:end], got, "page %v", pg)
-	}
+		// An old session active again, and a compression chain whose tip is busy.
+		_, err := ms.Append(ctx, "s05", repo.NewMessage{Role: "user", Content: models.Text("back"), Timestamp: models.Epoch(base + 9000)})
+		require.NoError(t, err)
+		last["s05"] = base + 9000
+		_, err = ss.End(ctx, "s20", "compression")
+		require.NoError(t, err)
+		_, err = ss.Create(ctx, repo.NewSession{ID: "s20b", Source: "cli", ParentSessionID: "s20", StartedAt: models.Epoch(base + 8000)})
+		require.NoError(t, err)
+		_, err = ms.Append(ctx, "s20b", repo.NewMessage{Role: "user", Content: models.Text("tip"), Timestamp: models.Epoch(base + 9500)})
+		require.NoError(t, err)
+		last["s20"] = base + 9500
+		for id := range last {
+			order = append(order, id)
+		}
+		sort.Slice(order, func(i, j int) bool { return last[order[i]] > last[order[j]] })
+		for _, pg := range [][2]int{{5, 0}, {10, 20}, {20, 40}, {20, 55}} {
+			rows, err := st.Listing().Rich(ctx, repo.RichOptions{OrderByLastActive: true, Limit: pg[0], Offset: pg[1]})
+			require.NoError(t, err)
+			var got []string
+			for _, r := range rows {
+				id := r.ID
+				if r.LineageRootID != "" {
+					id = r.LineageRootID
+				}
+				got = append(got, id)
+			}
+			end := min(len(order), pg[1]+pg[0])
+			require.Equal(t, order[pg[1]:end], got, "page %v", pg)
+		}
+	})
 }

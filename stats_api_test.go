@@ -12,59 +12,60 @@ import (
 )
 
 func TestUsageFresh(t *testing.T) {
-	ctx := context.Background()
-	st := openFresh(t)
-	ss, us := st.Sessions(), st.Usage()
-	_, err := ss.Create(ctx, repo.NewSession{ID: "a", Source: "cli"})
-	require.NoError(t, err)
-	_, err = ss.Create(ctx, repo.NewSession{ID: "b", Source: "telegram"})
-	require.NoError(t, err)
-	cost := 0.5
-	require.NoError(t, ss.UpdateTokenCounts(ctx, "a", repo.TokenUpdate{InputTokens: 100, OutputTokens: 10, APICallCount: 1, Model: "m1", BillingProvider: "p", EstimatedCostUSD: &cost}))
-	require.NoError(t, ss.UpdateTokenCounts(ctx, "a", repo.TokenUpdate{InputTokens: 50, OutputTokens: 5, APICallCount: 1, Model: "m1", BillingProvider: "p"}))
-	require.NoError(t, ss.UpdateTokenCounts(ctx, "b", repo.TokenUpdate{InputTokens: 1000, OutputTokens: 1, APICallCount: 1, Model: "m2", BillingProvider: "q"}))
-	// Auxiliary work: attribution rows only.
-	require.NoError(t, us.RecordAuxiliary(ctx, "a", repo.AuxUsage{Task: "title_generation", Model: "small", InputTokens: 7, EstimatedCostUSD: 0.01}))
-	require.NoError(t, us.RecordAuxiliary(ctx, "a", repo.AuxUsage{Task: "title_generation", Model: "small", InputTokens: 3}))
-	require.ErrorIs(t, us.RecordAuxiliary(ctx, "a", repo.AuxUsage{Model: "small"}), hs.ErrInvalid)
-	require.ErrorIs(t, us.RecordAuxiliary(ctx, "nope", repo.AuxUsage{Task: "vision"}), hs.ErrNotFound)
-	a, err := ss.Get(ctx, "a")
-	require.NoError(t, err)
-	require.EqualValues(t, 150, a.InputTokens, "session totals untouched by auxiliary usage")
-	require.EqualValues(t, 2, a.APICallCount)
-	rows, err := us.Rows(ctx, "a")
-	require.NoError(t, err)
-	require.Len(t, rows, 2)
-	for _, r := range rows {
-		switch r.Task {
-		case "":
-			require.Equal(t, "m1", r.Model)
-			require.EqualValues(t, 150, r.InputTokens)
-			require.EqualValues(t, 2, r.APICallCount)
-		case "title_generation":
-			require.Equal(t, "small", r.Model)
-			require.EqualValues(t, 10, r.InputTokens)
-			require.EqualValues(t, 2, r.APICallCount)
-			require.InDelta(t, 0.01, r.EstimatedCostUSD, 1e-12)
-			require.NotNil(t, r.FirstSeen)
-		default:
-			t.Fatalf("unexpected task %q", r.Task)
+	forEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := context.Background()
+		ss, us := st.Sessions(), st.Usage()
+		_, err := ss.Create(ctx, repo.NewSession{ID: "a", Source: "cli"})
+		require.NoError(t, err)
+		_, err = ss.Create(ctx, repo.NewSession{ID: "b", Source: "telegram"})
+		require.NoError(t, err)
+		cost := 0.5
+		require.NoError(t, ss.UpdateTokenCounts(ctx, "a", repo.TokenUpdate{InputTokens: 100, OutputTokens: 10, APICallCount: 1, Model: "m1", BillingProvider: "p", EstimatedCostUSD: &cost}))
+		require.NoError(t, ss.UpdateTokenCounts(ctx, "a", repo.TokenUpdate{InputTokens: 50, OutputTokens: 5, APICallCount: 1, Model: "m1", BillingProvider: "p"}))
+		require.NoError(t, ss.UpdateTokenCounts(ctx, "b", repo.TokenUpdate{InputTokens: 1000, OutputTokens: 1, APICallCount: 1, Model: "m2", BillingProvider: "q"}))
+		// Auxiliary work: attribution rows only.
+		require.NoError(t, us.RecordAuxiliary(ctx, "a", repo.AuxUsage{Task: "title_generation", Model: "small", InputTokens: 7, EstimatedCostUSD: 0.01}))
+		require.NoError(t, us.RecordAuxiliary(ctx, "a", repo.AuxUsage{Task: "title_generation", Model: "small", InputTokens: 3}))
+		require.ErrorIs(t, us.RecordAuxiliary(ctx, "a", repo.AuxUsage{Model: "small"}), hs.ErrInvalid)
+		require.ErrorIs(t, us.RecordAuxiliary(ctx, "nope", repo.AuxUsage{Task: "vision"}), hs.ErrNotFound)
+		a, err := ss.Get(ctx, "a")
+		require.NoError(t, err)
+		require.EqualValues(t, 150, a.InputTokens, "session totals untouched by auxiliary usage")
+		require.EqualValues(t, 2, a.APICallCount)
+		rows, err := us.Rows(ctx, "a")
+		require.NoError(t, err)
+		require.Len(t, rows, 2)
+		for _, r := range rows {
+			switch r.Task {
+			case "":
+				require.Equal(t, "m1", r.Model)
+				require.EqualValues(t, 150, r.InputTokens)
+				require.EqualValues(t, 2, r.APICallCount)
+			case "title_generation":
+				require.Equal(t, "small", r.Model)
+				require.EqualValues(t, 10, r.InputTokens)
+				require.EqualValues(t, 2, r.APICallCount)
+				require.InDelta(t, 0.01, r.EstimatedCostUSD, 1e-12)
+				require.NotNil(t, r.FirstSeen)
+			default:
+				t.Fatalf("unexpected task %q", r.Task)
+			}
 		}
-	}
-	bm, err := us.ByModel(ctx, repo.StatsFilter{})
-	require.NoError(t, err)
-	require.Equal(t, []string{"m2", "m1", "small"}, []string{bm[0].Model, bm[1].Model, bm[2].Model})
-	require.EqualValues(t, 150, bm[1].InputTokens)
-	bm, err = us.ByModel(ctx, repo.StatsFilter{Source: "cli"})
-	require.NoError(t, err)
-	require.Len(t, bm, 2)
-	bs, err := us.BySource(ctx, repo.StatsFilter{})
-	require.NoError(t, err)
-	require.Len(t, bs, 2)
-	top, err := us.TopSessions(ctx, 1, repo.StatsFilter{})
-	require.NoError(t, err)
-	require.Equal(t, "b", top[0].ID)
-	require.EqualValues(t, 1001, top[0].TotalTokens)
+		bm, err := us.ByModel(ctx, repo.StatsFilter{})
+		require.NoError(t, err)
+		require.Equal(t, []string{"m2", "m1", "small"}, []string{bm[0].Model, bm[1].Model, bm[2].Model})
+		require.EqualValues(t, 150, bm[1].InputTokens)
+		bm, err = us.ByModel(ctx, repo.StatsFilter{Source: "cli"})
+		require.NoError(t, err)
+		require.Len(t, bm, 2)
+		bs, err := us.BySource(ctx, repo.StatsFilter{})
+		require.NoError(t, err)
+		require.Len(t, bs, 2)
+		top, err := us.TopSessions(ctx, 1, repo.StatsFilter{})
+		require.NoError(t, err)
+		require.Equal(t, "b", top[0].ID)
+		require.EqualValues(t, 1001, top[0].TotalTokens)
+	})
 }
 
 // The stats agree with the fixture's recorded totals.

@@ -220,39 +220,40 @@ func TestTitlesFresh(t *testing.T) {
 }
 
 func TestBotChatTitle(t *testing.T) {
-	ctx := context.Background()
-	st := openFresh(t)
-	ss, tl := st.Sessions(), st.Titles()
-	for _, id := range []string{"bot", "new", "dm"} {
-		_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli"})
+	forEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := context.Background()
+		ss, tl := st.Sessions(), st.Titles()
+		for _, id := range []string{"bot", "new", "dm"} {
+			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli"})
+			require.NoError(t, err)
+		}
+		_, err := tl.Set(ctx, "bot", repo.BotChatTitle)
 		require.NoError(t, err)
-	}
-	_, err := tl.Set(ctx, "bot", repo.BotChatTitle)
-	require.NoError(t, err)
-	require.NoError(t, setFlags(st, "bot", 0, 1))
-	// The hidden canonical Bot Chat cannot be renamed.
-	_, err = tl.Set(ctx, "bot", "Other")
-	require.ErrorIs(t, err, hs.ErrConflict)
-	ok, err := tl.SetAuto(ctx, "bot", "Other", repo.TitleLLM)
-	require.NoError(t, err)
-	require.False(t, ok)
-	// A numbered sibling does not win resolution of the exact Bot Chat.
-	_, err = tl.Set(ctx, "dm", repo.BotChatTitle+" #2")
-	require.NoError(t, err)
-	id, err := tl.Resolve(ctx, repo.BotChatTitle)
-	require.NoError(t, err)
-	require.Equal(t, "bot", id)
-	// Live canonical chat: its title is taken.
-	_, err = tl.Set(ctx, "new", repo.BotChatTitle)
-	require.ErrorIs(t, err, hs.ErrConflict)
-	// Archived + hidden: retired, the title moves.
-	require.NoError(t, setFlags(st, "bot", 1, 1))
-	ok, err = tl.Set(ctx, "new", repo.BotChatTitle)
-	require.NoError(t, err)
-	require.True(t, ok)
-	old, err := tl.Get(ctx, "bot")
-	require.NoError(t, err)
-	require.Equal(t, "", old)
+		require.NoError(t, setFlags(st, "bot", 0, 1))
+		// The hidden canonical Bot Chat cannot be renamed.
+		_, err = tl.Set(ctx, "bot", "Other")
+		require.ErrorIs(t, err, hs.ErrConflict)
+		ok, err := tl.SetAuto(ctx, "bot", "Other", repo.TitleLLM)
+		require.NoError(t, err)
+		require.False(t, ok)
+		// A numbered sibling does not win resolution of the exact Bot Chat.
+		_, err = tl.Set(ctx, "dm", repo.BotChatTitle+" #2")
+		require.NoError(t, err)
+		id, err := tl.Resolve(ctx, repo.BotChatTitle)
+		require.NoError(t, err)
+		require.Equal(t, "bot", id)
+		// Live canonical chat: its title is taken.
+		_, err = tl.Set(ctx, "new", repo.BotChatTitle)
+		require.ErrorIs(t, err, hs.ErrConflict)
+		// Archived + hidden: retired, the title moves.
+		require.NoError(t, setFlags(st, "bot", 1, 1))
+		ok, err = tl.Set(ctx, "new", repo.BotChatTitle)
+		require.NoError(t, err)
+		require.True(t, ok)
+		old, err := tl.Get(ctx, "bot")
+		require.NoError(t, err)
+		require.Equal(t, "", old)
+	})
 }
 
 func setFlags(st *hs.Store, id string, archived, hidden int) error {

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -235,10 +236,18 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 	if res.Sanitized == "" {
 		return res, nil
 	}
-	if r.db.Dialect != SQLite {
-		return res, models.Errorf(models.ErrUnsupported, op, "full-text search is implemented for SQLite only")
-	}
 	f := fts.Filters{IncludeInactive: opt.IncludeInactive, Sources: opt.Sources, ExcludeSources: opt.ExcludeSources, Roles: opt.Roles}
+	if r.db.Dialect == Postgres {
+		return Read(ctx, r.db, op, func(tx *gorm.DB) (SearchResult, error) {
+			res := res
+			var err error
+			res.Route, res.Hits, err = r.routePostgres(tx, res.Sanitized, opt, f)
+			if err != nil {
+				return res, err
+			}
+			return res, attachContext(tx, res.Hits)
+		})
+	}
 	st, err := Read(ctx, r.db, op, readSearchState)
 	if err != nil {
 		return res, err
@@ -316,6 +325,9 @@ func nullStr(s sql.NullString) *string {
 }
 
 func classifyQueryErr(err error) error {
+	if c := pgsql.Code(err); (c != "" && !strings.HasPrefix(c, "42") && !strings.HasPrefix(c, "22")) || pgsql.IsConnection(err) {
+		return err // PostgreSQL: only statement errors are the query's fault
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || sqlitex.IsLock(err) || sqlitex.IsCorrupt(err) || sqlitex.IsIOErr(err) {
 		return err
 	}
@@ -508,6 +520,9 @@ func (r *searchRepo) catchUp(ctx context.Context, limit int) {
 }
 
 func (r *searchRepo) CatchUp(ctx context.Context, limit int) (int, error) {
+	if r.db.Dialect == Postgres {
+		return 0, nil // no CJK posting index: pg_trgm serves CJK
+	}
 	var n int
 	err := r.db.Write(ctx, sqlitex.Activity, "search.catch_up", func(tx *gorm.DB) error {
 		ok, err := fts.HasTable(tx, fts.CJKPendingTable)

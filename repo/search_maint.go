@@ -11,6 +11,9 @@ import (
 )
 
 func (r *searchRepo) Rebuild(ctx context.Context, opt RebuildOptions) error {
+	if r.db.Dialect == Postgres {
+		return nil // PostgreSQL maintains its search indexes in every write
+	}
 	const op = "search.rebuild"
 	chunk := opt.Chunk
 	if chunk <= 0 {
@@ -90,6 +93,9 @@ func (r *searchRepo) Rebuild(ctx context.Context, opt RebuildOptions) error {
 }
 
 func (r *searchRepo) Check(ctx context.Context) ([]FTSCheck, error) {
+	if r.db.Dialect == Postgres {
+		return r.checkPostgres(ctx)
+	}
 	// 'integrity-check' is an INSERT command, so it runs on the writer.
 	var out []FTSCheck
 	err := r.db.Write(ctx, sqlitex.Routine, "search.check", func(tx *gorm.DB) error {

@@ -1,0 +1,320 @@
+package repo
+
+import (
+	"context"
+	"strings"
+	"unicode"
+
+	"gorm.io/gorm"
+
+	"github.com/hermesstate/hermesstate/fts"
+)
+
+// Search on PostgreSQL (same options, routes and result fields as on
+// SQLite; objects created by migration 0006's Postgres variant):
+//
+//   - Word queries (no CJK): the sanitized FTS5 query is translated to a
+//     tsquery (pgTSQuery) and matched against hs_fts_tsv(...), served by a
+//     GIN expression index. Snippets come from ts_headline with the same
+//     '>>>' '<<<' markers and '...' between fragments.
+//   - Ranking: ORDER BY ts_rank DESC (then newest first) where SQLite uses
+//     FTS5's bm25. Both favour rows with more and denser matches, but the
+//     numbers differ, so rows of equal relevance can come in another order
+//     and a page boundary (limit/offset without sort) can cut differently.
+//     With sort newest/oldest the order is the same as on SQLite.
+//   - Substring queries (CJK, the trigram retry of Latin words glued to
+//     CJK): ILIKE over pg_trgm GIN indexes, with the trigram route's
+//     exclusions (no tool rows, no cron/subagent/delegate sessions), newest
+//     first like Hermes' LIKE routes. Their snippet is the 120 characters
+//     around the first term, with the terms marked '>>>' '<<<'.
+//   - LIKE is case-insensitive for ASCII only on SQLite and for all of
+//     Unicode on PostgreSQL (ILIKE); FTS5's unicode61 folds diacritics
+//     ("é" finds "e"), the 'simple' configuration does not.
+//   - The CJK posting index, the rebuild markers and FTS5 integrity checks
+//     are SQLite-only: PostgreSQL maintains its indexes itself.
+
+// pgLikeSnippet is fts' LIKE snippet in PostgreSQL terms.
+const (
+	sqliteLikeSnippet = "substr(m.content, max(1, instr(m.content, ?) - 40), 120) AS snippet"
+	pgLikeSnippet     = "substr(m.content, GREATEST(1, strpos(m.content, ?) - 40), 120) AS snippet"
+)
+
+// pgRewrite turns one of package fts' LIKE statements into PostgreSQL SQL.
+func pgRewrite(q fts.Query) fts.Query {
+	s := strings.ReplaceAll(q.SQL, sqliteLikeSnippet, pgLikeSnippet)
+	s = strings.ReplaceAll(s, " LIKE ? ESCAPE '\\'", " ILIKE ? ESCAPE '\\'")
+	return fts.Query{SQL: s, Args: q.Args}
+}
+
+func isWordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r)
+}
+
+// pgTSQuery translates a sanitized FTS5 query to to_tsquery('simple', ...)
+// text: bare words and "phrases" become lexemes ('a' <-> 'b' for words
+// joined by punctuation or quoted together, as FTS5 phrases), a trailing
+// '*' a prefix (:*), implicit AND and AND become &, OR |, NOT "& !". Terms
+// with no letter or digit are dropped with their operator. ok is false when
+// nothing is left.
+func pgTSQuery(q string) (string, bool) {
+	var out []string
+	op := ""
+	for _, tok := range fts.LikeTokens(q) {
+		switch tok {
+		case "AND", "NEAR":
+			if op == "" {
+				op = "&"
+			}
+			continue
+		case "OR":
+			op = "|"
+			continue
+		case "NOT":
+			op = "& !"
+			continue
+		}
+		prefix := strings.HasSuffix(tok, "*")
+		text := strings.Trim(strings.TrimRight(tok, "*"), `"`)
+		words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !isWordRune(r) })
+		if len(words) == 0 {
+			op = ""
+			continue
+		}
+		for i, w := range words {
+			words[i] = "'" + w + "'"
+		}
+		if prefix {
+			words[len(words)-1] += ":*"
+		}
+		term := strings.Join(words, " <-> ")
+		if len(words) > 1 {
+			term = "(" + term + ")"
+		}
+		switch {
+		case len(out) == 0 && op == "& !":
+			out = append(out, "!"+term)
+		case len(out) == 0:
+			out = append(out, term)
+		case op == "":
+			out = append(out, "& "+term)
+		default:
+			out = append(out, op+" "+term)
+		}
+		op = ""
+	}
+	if len(out) == 0 {
+		return "", false
+	}
+	return strings.Join(out, " "), true
+}
+
+const pgHeadlineOpts = `StartSel=">>>", StopSel="<<<", MaxWords=40, MinWords=12, ShortWord=0, MaxFragments=2, FragmentDelimiter="..."`
+
+// pgWordQuery is the tsquery search of one sanitized query.
+func pgWordQuery(tsq, sort string, limit, offset int, f fts.Filters) fts.Query {
+	doc := "hs_fts_tsv(m.role, m.content, m.tool_name, m.tool_calls)"
+	where := []string{doc + " @@ to_tsquery('simple', ?)"}
+	w, a := f.Clauses()
+	where = append(where, w...)
+	order := "ORDER BY ts_rank(" + doc + ", to_tsquery('simple', ?)) DESC, m.timestamp DESC, m.id DESC"
+	switch strings.ToLower(strings.TrimSpace(sort)) {
+	case "newest":
+		order = "ORDER BY m.timestamp DESC, ts_rank(" + doc + ", to_tsquery('simple', ?)) DESC, m.id DESC"
+	case "oldest":
+		order = "ORDER BY m.timestamp ASC, ts_rank(" + doc + ", to_tsquery('simple', ?)) DESC, m.id ASC"
+	}
+	sql := "SELECT m.id, m.session_id, m.role, ts_headline('simple', COALESCE(m.content, ''), to_tsquery('simple', ?), '" + pgHeadlineOpts + "') AS snippet, " +
+		"m.timestamp, m.tool_name, s.source, s.model, s.started_at AS session_started FROM messages m JOIN sessions s ON s.id = m.session_id WHERE " +
+		strings.Join(where, " AND ") + " " + order + " LIMIT ? OFFSET ?"
+	args := []any{tsq, tsq}
+	args = append(args, a...)
+	args = append(args, tsq, limit, offset)
+	return fts.Query{SQL: sql, Args: args}
+}
+
+// pgSubstringQuery is the trigram route: the FTS5 boolean subset over
+// substrings of content and tool_name (OR groups of ANDed terms, NOT
+// negates), restricted like Hermes' trigram index, newest first.
+func (d *DB) pgSubstringQuery(q, sort string, limit, offset int, f fts.Filters) (fts.Query, []string, bool) {
+	const col = `(COALESCE(m.content, '') ILIKE ? ESCAPE '\' OR COALESCE(m.tool_name, '') ILIKE ? ESCAPE '\')`
+	groups := [][]struct {
+		t   string
+		neg bool
+	}{nil}
+	neg := false
+	for _, tok := range fts.LikeTokens(q) {
+		switch tok {
+		case "OR":
+			if len(groups[len(groups)-1]) > 0 {
+				groups = append(groups, nil)
+			}
+			neg = false
+			continue
+		case "AND", "NEAR":
+			continue
+		case "NOT":
+			neg = true
+			continue
+		}
+		t := strings.TrimSpace(strings.Trim(strings.Trim(tok, `"`), "*"))
+		if t != "" {
+			groups[len(groups)-1] = append(groups[len(groups)-1], struct {
+				t   string
+				neg bool
+			}{t, neg})
+		}
+		neg = false
+	}
+	var ors []string
+	var args []any
+	var terms []string
+	for _, g := range groups {
+		var ands []string
+		pos := false
+		for _, x := range g {
+			p := "%" + fts.EscapeLike(x.t) + "%"
+			if x.neg {
+				ands = append(ands, "NOT "+col)
+			} else {
+				ands = append(ands, col)
+				pos = true
+				terms = append(terms, x.t)
+			}
+			args = append(args, p, p)
+		}
+		if pos {
+			ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+		} else {
+			args = args[:len(args)-2*len(g)]
+		}
+	}
+	if len(ors) == 0 {
+		return fts.Query{}, nil, false
+	}
+	where := []string{"(" + strings.Join(ors, " OR ") + ")", "m.role <> 'tool'", "s.source NOT IN ('cron', 'subagent')",
+		d.jsonMarker("s.model_config", "_delegate_from") + " IS NULL"}
+	w, a := f.Clauses()
+	where = append(where, w...)
+	args = append(args, a...)
+	dir := "DESC"
+	if strings.EqualFold(strings.TrimSpace(sort), "oldest") {
+		dir = "ASC"
+	}
+	all := append([]any{terms[0]}, args...)
+	all = append(all, limit, offset)
+	return fts.Query{SQL: "SELECT m.id, m.session_id, m.role, " + pgLikeSnippet + ", m.timestamp, m.tool_name, s.source, s.model, s.started_at AS session_started " +
+		"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE " + strings.Join(where, " AND ") + " ORDER BY m.timestamp " + dir + ", m.id " + dir + " LIMIT ? OFFSET ?",
+		Args: all}, terms, true
+}
+
+// markTerms wraps case-insensitive occurrences of terms in s with the
+// snippet markers.
+func markTerms(s *string, terms []string) {
+	if s == nil || len(terms) == 0 {
+		return
+	}
+	out := *s
+	for _, t := range terms {
+		if t == "" {
+			continue
+		}
+		lo, lt := strings.ToLower(out), strings.ToLower(t)
+		if len(lo) != len(out) || len(lt) != len(t) {
+			continue // case folding changed byte lengths: leave unmarked
+		}
+		var b strings.Builder
+		i := 0
+		for {
+			j := strings.Index(lo[i:], lt)
+			if j < 0 {
+				break
+			}
+			b.WriteString(out[i : i+j])
+			b.WriteString(">>>" + out[i+j:i+j+len(t)] + "<<<")
+			i += j + len(t)
+		}
+		b.WriteString(out[i:])
+		out = b.String()
+	}
+	*s = out
+}
+
+// routePostgres is route on PostgreSQL.
+func (r *searchRepo) routePostgres(tx *gorm.DB, q string, opt SearchOptions, f fts.Filters) (Route, []SearchHit, error) {
+	rn := &runner{tx: tx}
+	limit, offset := opt.Limit, opt.Offset
+	if f.WantsTool() {
+		lq, ok := fts.LikeFallbackQuery(q, opt.Sort, limit, offset, f)
+		if !ok {
+			return RouteToolLike, []SearchHit{}, nil
+		}
+		hits, err := rn.rows(pgRewrite(lq))
+		return RouteToolLike, hits, unwrapFTS(err)
+	}
+	sub := func(route Route, raw string) (Route, []SearchHit, error) {
+		sq, terms, ok := r.db.pgSubstringQuery(raw, opt.Sort, limit, offset, f)
+		if !ok {
+			return route, []SearchHit{}, nil
+		}
+		hits, err := rn.rows(sq)
+		if err != nil {
+			return route, nil, unwrapFTS(err)
+		}
+		for i := range hits {
+			markTerms(hits[i].Snippet, terms)
+		}
+		return route, hits, nil
+	}
+	if fts.ContainsCJK(q) {
+		raw := fts.StripQuotes(q)
+		if !f.WantsUnindexed() && fts.TrigramRouteOK(raw) {
+			return sub(RouteTrigram, fts.QuoteTokens(raw))
+		}
+		hits, err := rn.rows(pgRewrite(fts.CJKLikeQuery(raw, limit, offset, f)))
+		return RouteCJKLike, hits, unwrapFTS(err)
+	}
+	tsq, ok := pgTSQuery(q)
+	if !ok {
+		return RouteSyntaxError, []SearchHit{}, nil
+	}
+	hits, err := rn.rows(pgWordQuery(tsq, opt.Sort, limit, offset, f))
+	if err != nil {
+		if isFTSErr(err) {
+			return RouteSyntaxError, []SearchHit{}, nil
+		}
+		return RouteWord, nil, err
+	}
+	if len(hits) == 0 && fts.TrigramEligible(q) {
+		route, more, err := sub(RouteWordRetry, fts.QuoteTokens(fts.StripQuotes(q)))
+		if err != nil {
+			return route, nil, err
+		}
+		if len(more) > 0 {
+			return route, more, nil
+		}
+	}
+	return RouteWord, hits, nil
+}
+
+// checkPostgres reports whether each PostgreSQL search index exists and is
+// valid (a failed concurrent build leaves an invalid one).
+func (r *searchRepo) checkPostgres(ctx context.Context) ([]FTSCheck, error) {
+	return Read(ctx, r.db, "search.check", func(tx *gorm.DB) ([]FTSCheck, error) {
+		var out []FTSCheck
+		for _, name := range []string{"idx_messages_fts_word", "idx_messages_trgm_content", "idx_messages_trgm_tool_name", "idx_messages_trgm_tool_calls"} {
+			var valid []bool
+			if err := tx.Raw(`SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+				JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relname = ?`, name).Scan(&valid).Error; err != nil {
+				return nil, err
+			}
+			c := FTSCheck{Table: name, OK: len(valid) == 1 && valid[0]}
+			if len(valid) == 0 {
+				c.Detail = "index missing"
+			} else if !c.OK {
+				c.Detail = "index invalid; REINDEX it"
+			}
+			out = append(out, c)
+		}
+		return out, nil
+	})
+}
