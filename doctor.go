@@ -83,3 +83,32 @@ func Repair(ctx context.Context, cfg Config, opts RepairOptions) (*RepairReport,
 	return doctor.Repair(ctx, doctor.RepairOptions{Path: cfg.Path, JournalMode: string(cfg.JournalMode),
 		DryRun: opts.DryRun, ChunkRows: opts.ChunkRows, Progress: opts.Progress})
 }
+
+// RecoverOptions configures Recover.
+type RecoverOptions struct {
+	// From is the damaged file (never written to); To the new file, which
+	// must not exist.
+	From, To string
+	// AllowPartial keeps the new file even when rows could not be read.
+	AllowPartial bool
+	// JournalMode of the new file (default wal).
+	JournalMode JournalMode
+	// Progress, when set, is called as tables are copied.
+	Progress func(step string, done, total int64)
+}
+
+// RecoverReport says, per table, what Recover saved and lost, and holds the
+// doctor report of the new file.
+type RecoverReport = doctor.RecoverReport
+
+// Recover salvages a damaged file into a new one without writing to the
+// source: tables are copied in rowid ranges, stepping around what cannot be
+// read, then indexes, FTS tables and triggers are built on the new file and
+// it is adopted to v30. It returns an error wrapping ErrConflict when To
+// exists, ErrNotFound when From does not, ErrCorrupt when rows were lost
+// and AllowPartial is false (the new file is then removed), ErrStorage
+// otherwise; the report is returned in every case where work began.
+func Recover(ctx context.Context, opts RecoverOptions) (*RecoverReport, error) {
+	return doctor.Recover(ctx, doctor.RecoverOptions{From: opts.From, To: opts.To, AllowPartial: opts.AllowPartial,
+		JournalMode: string(opts.JournalMode), Progress: opts.Progress})
+}

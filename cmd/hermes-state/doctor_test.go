@@ -40,3 +40,43 @@ func TestCLIDoctor(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, 3, exitCode(err))
 }
+
+func TestCLIRepairRecover(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "state.db")
+	_, err := run(t, "--db", db, "demo")
+	require.NoError(t, err)
+	raw := openRaw(t, db)
+	_, err = raw.Exec("DROP TRIGGER messages_fts_insert")
+	require.NoError(t, err)
+	_, err = raw.Exec("UPDATE sessions SET message_count = 99")
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+
+	out, err := run(t, "--db", db, "repair", "--dry-run")
+	require.NoError(t, err)
+	require.Contains(t, out, "planned")
+	_, err = run(t, "--db", db, "doctor")
+	require.Error(t, err, "a dry run changes nothing")
+
+	out, err = run(t, "--db", db, "repair")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "doctor: nothing wrong")
+	out, err = run(t, "--db", db, "repair")
+	require.NoError(t, err)
+	require.Contains(t, out, "nothing to repair")
+
+	to := filepath.Join(dir, "new.db")
+	out, err = run(t, "--json", "recover", "--from", db, "--to", to)
+	require.NoError(t, err, out)
+	var rep map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Equal(t, true, rep["complete"])
+	_, err = run(t, "--db", to, "doctor")
+	require.NoError(t, err)
+	_, err = run(t, "recover", "--from", db, "--to", to)
+	require.Error(t, err, "recover never overwrites")
+	require.Equal(t, 4, exitCode(err))
+	_, err = run(t, "recover", "--from", db)
+	require.Equal(t, 2, exitCode(err))
+}

@@ -187,6 +187,9 @@ type state struct {
 	ftsByName    map[string]ftsTable
 	layout       string
 	journalWrong bool
+	missingViews []string
+	cjkReset     bool
+	backfill     bool
 }
 
 // Check examines the file at opts.Path and returns the report. It returns
@@ -413,7 +416,7 @@ func bytesString(n int64) string {
 }
 
 var (
-	ftsLineRE   = regexp.MustCompile(`FTS5 table (?:\w+\.)?(\w+)`)
+	ftsLineRE   = regexp.MustCompile(`(?:FTS5 table (?:\w+\.)?(\w+)|fts5: .*table "(\w+)")`)
 	indexLineRE = regexp.MustCompile(`(?:missing from index|entries in index|entry in index|index) (\w+)`)
 )
 
@@ -445,8 +448,9 @@ func (c *checker) integrity() bool {
 			continue
 		}
 		if m := ftsLineRE.FindStringSubmatch(l); m != nil {
-			c.r.state.badFTS[m[1]] = l
-			c.r.add(CheckFTS, Error, m[1], FixRepair, "FTS index %s is inconsistent: %s", m[1], l)
+			name := m[1] + m[2]
+			c.r.state.badFTS[name] = l
+			c.r.add(CheckFTS, Error, name, FixRepair, "FTS index %s is inconsistent: %s", name, l)
 			continue
 		}
 		if m := indexLineRE.FindStringSubmatch(l); m != nil && !strings.HasPrefix(l, "***") && !strings.Contains(l, "Tree ") && !strings.Contains(l, "Page ") {
@@ -469,6 +473,12 @@ func (c *checker) integrity() bool {
 		c.r.state.unreadable = true
 	}
 	if err != nil {
+		if _, coded := sqlitex.Code(err); coded && !sqlitex.IsCorrupt(err) && !sqlitex.IsIOErr(err) && !sqlitex.IsLock(err) {
+			// e.g. "no such table" for a dropped FTS shadow table: the
+			// FTS checks below name it.
+			c.r.add(CheckIntegrity, Warning, "", FixRepair, "PRAGMA %s stopped early: %v", pragma, err)
+			return true
+		}
 		c.fatal("PRAGMA "+pragma, err)
 		return false
 	}
@@ -564,7 +574,7 @@ func (c *checker) schemaShape() {
 	}
 	var extra []string
 	for name, s := range c.objects["index"] {
-		if refIdx[name] || s == "" || strings.HasPrefix(name, "sqlite_autoindex_") {
+		if refIdx[name] || s == "" || strings.HasPrefix(name, "sqlite_autoindex_") || strings.HasPrefix(name, "hermesstate_") {
 			continue
 		}
 		extra = append(extra, name)

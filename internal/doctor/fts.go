@@ -1,10 +1,11 @@
 package doctor
 
 // FTS knowledge doctor and repair need: which Hermes FTS layout a file has,
-// which shadow tables and triggers that layout needs, and how to rebuild an
-// FTS table. Package fts (issue 3) owns the FTS DDL of new files; until it
-// exposes layout detection and rebuild helpers, the small versions here are
-// used (swap them for package fts' functions once they exist).
+// which shadow tables, views and triggers that layout needs, and how to
+// rebuild an FTS table. Package fts owns the DDL of the current layout (its
+// exact Hermes text is used here) and the chunked rebuild of it; the legacy
+// layouts (v1-v9 external, v10-v22 inline), which package fts leaves as
+// they are, are rebuilt here.
 
 import (
 	"context"
@@ -15,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	hfts "github.com/hermesstate/hermesstate/fts"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
 
@@ -132,19 +134,6 @@ type triggerDef struct {
 	Table string // FTS table it feeds ("" for display triggers)
 }
 
-// gate is the rebuild-marker condition of the current layout's triggers.
-func gate(ref string) string {
-	return fmt.Sprintf(`(%[1]s.id > COALESCE((SELECT CAST(value AS INTEGER) FROM state_meta WHERE key = 'fts_rebuild_high_water'), -1)
-   OR %[1]s.id <= COALESCE((SELECT CAST(value AS INTEGER) FROM state_meta WHERE key = 'fts_rebuild_progress'), -1))`, ref)
-}
-
-const trigramSessionOK = `EXISTS (SELECT 1 FROM sessions WHERE id = %[1]s.session_id AND source NOT IN ('cron', 'subagent')
-     AND json_extract((CASE WHEN json_valid(model_config) THEN model_config ELSE json_object() END), '$._delegate_from') IS NULL)`
-
-func toolPrefix(ref string) string {
-	return fmt.Sprintf("CASE WHEN %[1]s.role = 'tool' THEN substr(COALESCE(%[1]s.content, ''), 1, 8192) ELSE %[1]s.content END", ref)
-}
-
 // expectedTriggers returns the FTS triggers the layout needs for the FTS
 // tables present, with DDL that recreates them.
 func expectedTriggers(layout string, tables map[string]ftsTable) []triggerDef {
@@ -175,44 +164,15 @@ END`)
 			add(t, t+"_update", fmt.Sprintf("CREATE TRIGGER %s_update AFTER UPDATE OF content, tool_name, tool_calls ON messages BEGIN\n    %s\n    %s\nEND", t, del, ins))
 		}
 	case LayoutCurrent:
-		add("messages_fts", "messages_fts_insert", fmt.Sprintf(`CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages
-WHEN %s
-BEGIN
-    INSERT INTO messages_fts(rowid, content, tool_name, tool_calls) VALUES (new.id, %s, new.tool_name, new.tool_calls);
-END`, gate("new"), toolPrefix("new")))
-		add("messages_fts", "messages_fts_delete", fmt.Sprintf(`CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
-WHEN %s
-BEGIN
-    INSERT INTO messages_fts(messages_fts, rowid, content, tool_name, tool_calls) VALUES ('delete', old.id, %s, old.tool_name, old.tool_calls);
-END`, gate("old"), toolPrefix("old")))
-		add("messages_fts", "messages_fts_update", fmt.Sprintf(`CREATE TRIGGER messages_fts_update
-AFTER UPDATE OF content, tool_name, tool_calls, role ON messages
-WHEN (old.content IS NOT new.content OR old.tool_name IS NOT new.tool_name OR old.tool_calls IS NOT new.tool_calls OR old.role IS NOT new.role)
-   AND %s
-BEGIN
-    INSERT INTO messages_fts(messages_fts, rowid, content, tool_name, tool_calls) VALUES ('delete', old.id, %s, old.tool_name, old.tool_calls);
-    INSERT INTO messages_fts(rowid, content, tool_name, tool_calls) VALUES (new.id, %s, new.tool_name, new.tool_calls);
-END`, gate("old"), toolPrefix("old"), toolPrefix("new")))
-		add("messages_fts_trigram", "messages_fts_trigram_insert", fmt.Sprintf(`CREATE TRIGGER messages_fts_trigram_insert AFTER INSERT ON messages
-WHEN new.role <> 'tool' AND %s AND %s
-BEGIN
-    INSERT INTO messages_fts_trigram(rowid, content, tool_name) VALUES (new.id, new.content, new.tool_name);
-END`, fmt.Sprintf(trigramSessionOK, "new"), gate("new")))
-		add("messages_fts_trigram", "messages_fts_trigram_delete", fmt.Sprintf(`CREATE TRIGGER messages_fts_trigram_delete AFTER DELETE ON messages
-WHEN old.role <> 'tool' AND %s AND %s
-BEGIN
-    INSERT INTO messages_fts_trigram(messages_fts_trigram, rowid, content, tool_name) VALUES ('delete', old.id, old.content, old.tool_name);
-END`, fmt.Sprintf(trigramSessionOK, "old"), gate("old")))
-		add("messages_fts_trigram", "messages_fts_trigram_update", fmt.Sprintf(`CREATE TRIGGER messages_fts_trigram_update
-AFTER UPDATE OF content, tool_name, role ON messages
-WHEN (old.content IS NOT new.content OR old.tool_name IS NOT new.tool_name OR old.role IS NOT new.role)
-   AND %s
-BEGIN
-    INSERT INTO messages_fts_trigram(messages_fts_trigram, rowid, content, tool_name)
-    SELECT 'delete', old.id, old.content, old.tool_name WHERE old.role <> 'tool' AND %s;
-    INSERT INTO messages_fts_trigram(rowid, content, tool_name)
-    SELECT new.id, new.content, new.tool_name WHERE new.role <> 'tool' AND %s;
-END`, gate("old"), fmt.Sprintf(trigramSessionOK, "old"), fmt.Sprintf(trigramSessionOK, "new")))
+		for _, o := range hfts.CurrentLayout() {
+			if o.Type == "trigger" {
+				table := hfts.WordTable
+				if strings.HasPrefix(o.Name, hfts.TrigramTable) {
+					table = hfts.TrigramTable
+				}
+				add(table, o.Name, o.SQL)
+			}
+		}
 	}
 	return out
 }
@@ -238,6 +198,7 @@ func (c *checker) fts() {
 	sort.Strings(r.FTSTables)
 	meta := c.meta(rebuildHW, rebuildProg, ftsStaleKey, ftsCJKStaleKey, "fts_storage_version")
 	backfill := meta[rebuildHW] != ""
+	r.state.backfill = backfill && r.state.layout == LayoutCurrent
 	switch r.state.layout {
 	case LayoutNone:
 		r.add(CheckFTS, Info, "", "", "no FTS tables (search uses LIKE until an FTS layout is created)")
@@ -307,6 +268,16 @@ func (c *checker) fts() {
 		r.state.badFTS[tg.Table] = "trigger missing"
 		r.add(CheckFTS, Error, tg.Name, FixRepair, "FTS trigger %s is missing: new or changed messages are not indexed in %s", tg.Name, tg.Table)
 	}
+	if r.state.layout == LayoutCurrent {
+		for _, o := range hfts.CurrentLayout() {
+			if o.Type == "view" && !c.has("view", o.Name) {
+				r.state.missingViews = append(r.state.missingViews, o.SQL)
+				r.state.badFTS[strings.TrimSuffix(o.Name, "_src")] = "content view missing"
+				r.add(CheckFTS, Error, o.Name, FixRepair, "FTS content view %s is missing: its FTS table cannot be read or rebuilt", o.Name)
+			}
+		}
+	}
+	c.cjkIndex()
 	if t, ok := tables["messages_fts_cjk"]; ok && meta[ftsCJKStaleKey] != "1" {
 		for _, n := range []string{"_insert", "_delete", "_update"} {
 			if c.has("trigger", t.Name+n) {
@@ -414,3 +385,46 @@ func sqliteVarint(p []byte) (uint64, int) {
 	}
 	return 0, 0
 }
+
+// cjkIndex checks hermesstate's CJK posting index (package fts): its
+// tables and triggers, and with Full every posting against its message.
+func (c *checker) cjkIndex() {
+	r := c.r
+	if !c.has("table", hfts.CJKIndexTable) && !c.has("table", hfts.CJKPendingTable) {
+		return // a file not adopted yet, or from before the index existed
+	}
+	var missing []string
+	for _, n := range []string{hfts.CJKIndexTable, hfts.CJKPendingTable} {
+		if !c.has("table", n) {
+			missing = append(missing, "table "+n)
+		}
+	}
+	for _, n := range cjkTriggerNames {
+		if !c.has("trigger", n) {
+			missing = append(missing, "trigger "+n)
+		}
+	}
+	if len(missing) > 0 {
+		r.state.cjkReset = true
+		r.add(CheckFTS, Error, hfts.CJKIndexTable, FixRepair, "the CJK index lacks %s: CJK searches may miss new or changed messages", strings.Join(missing, ", "))
+		return
+	}
+	if !c.opts.Full {
+		return
+	}
+	g, err := gormOn(c.db)
+	if err != nil {
+		return
+	}
+	_, bad, err := hfts.CheckCJKIndex(g.WithContext(c.ctx))
+	switch {
+	case err != nil:
+		r.state.cjkReset = true
+		r.add(CheckFTS, Error, hfts.CJKIndexTable, FixRepair, "the CJK index cannot be checked: %s", describeErr(err))
+	case bad != "":
+		r.state.cjkReset = true
+		r.add(CheckFTS, Error, hfts.CJKIndexTable, FixRepair, "the CJK index disagrees with the messages (%s)", bad)
+	}
+}
+
+var cjkTriggerNames = []string{"hermesstate_cjk_insert", "hermesstate_cjk_update", "hermesstate_cjk_delete"}

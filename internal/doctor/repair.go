@@ -7,6 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"gorm.io/gorm"
+
+	hfts "github.com/hermesstate/hermesstate/fts"
+
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -84,7 +88,11 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	rp := &repairer{ctx: ctx, db: db, opts: opts, st: before.state, rep: rep}
+	g, err := gormOn(db)
+	if err != nil {
+		return rep, models.Wrap(models.ErrStorage, "repair", err, "cannot open "+opts.Path)
+	}
+	rp := &repairer{ctx: ctx, db: db, g: g.WithContext(ctx), opts: opts, st: before.state, rep: rep}
 	if err := rp.run(); err != nil {
 		return rep, err
 	}
@@ -102,6 +110,7 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 type repairer struct {
 	ctx  context.Context
 	db   *sql.DB
+	g    *gorm.DB // the same connection, for package fts
 	opts RepairOptions
 	st   *state
 	rep  *RepairReport
@@ -125,6 +134,18 @@ func (rp *repairer) tx(op string, fn func(tx *sql.Tx) error) error {
 		}
 		return tx.Commit()
 	})
+	return rp.mapErr(op, res, err)
+}
+
+// gtx is tx for package fts' helpers, which take a *gorm.DB.
+func (rp *repairer) gtx(op string, fn func(tx *gorm.DB) error) error {
+	res, err := sqlitex.Retry(rp.ctx, 20*time.Second, func() error {
+		return rp.g.Transaction(fn)
+	})
+	return rp.mapErr(op, res, err)
+}
+
+func (rp *repairer) mapErr(op string, res sqlitex.RetryResult, err error) error {
 	if err != nil {
 		switch {
 		case sqlitex.IsLock(err):
@@ -191,7 +212,18 @@ func (rp *repairer) run() error {
 			}
 		}
 	}
-	// 3. FTS: triggers first (new writes are indexed from now on), then
+	// 3. Orphan references (before FTS: a placeholder session changes what
+	// the current layout's trigram view holds).
+	added, err := rp.orphans()
+	if err != nil {
+		return err
+	}
+	if added > 0 && st.layout == LayoutCurrent {
+		if _, ok := st.ftsByName[hfts.TrigramTable]; ok {
+			st.badFTS[hfts.TrigramTable] = "placeholder sessions added"
+		}
+	}
+	// 4. FTS: triggers first (new writes are indexed from now on), then
 	// rebuild every table found damaged or fed by a missing trigger.
 	var ftsTrig []triggerDef
 	for _, tg := range st.missingTrig {
@@ -212,12 +244,40 @@ func (rp *repairer) run() error {
 			return err
 		}
 	}
-	for _, name := range sortedKeys(st.badFTS) {
-		t, ok := st.ftsByName[name]
-		if !ok {
-			continue
+	if len(st.missingViews) > 0 {
+		for _, v := range st.missingViews {
+			rp.act("fts", "", firstLine(v), 0)
 		}
-		if err := rp.rebuildFTS(t, st.badFTS[name]); err != nil {
+		if !dry {
+			if err := rp.tx("fts views", func(tx *sql.Tx) error {
+				for _, v := range st.missingViews {
+					if _, err := tx.ExecContext(rp.ctx, v); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	if st.layout == LayoutCurrent && (len(st.badFTS) > 0 || st.backfill) {
+		if err := rp.rebuildCurrent(); err != nil {
+			return err
+		}
+	} else {
+		for _, name := range sortedKeys(st.badFTS) {
+			t, ok := st.ftsByName[name]
+			if !ok {
+				continue
+			}
+			if err := rp.rebuildFTS(t, st.badFTS[name]); err != nil {
+				return err
+			}
+		}
+	}
+	if st.cjkReset {
+		if err := rp.resetCJK(); err != nil {
 			return err
 		}
 	}
@@ -232,10 +292,6 @@ func (rp *repairer) run() error {
 				return err
 			}
 		}
-	}
-	// 5. Orphan references.
-	if err := rp.orphans(); err != nil {
-		return err
 	}
 	// 6. Counters.
 	if st.counterRows > 0 {
@@ -313,7 +369,7 @@ func (rp *repairer) rebuildFTS(t ftsTable, reason string) error {
 		}
 		return rp.tx("rebuild "+t.Name, func(tx *sql.Tx) error {
 			if !shadowsOK {
-				if err := rp.recreate(tx, t); err != nil {
+				if err := recreate(execOn(rp.ctx, tx), t); err != nil {
 					return err
 				}
 			}
@@ -350,7 +406,7 @@ func (rp *repairer) rebuildFTS(t ftsTable, reason string) error {
 	from := resumeFrom.Int64
 	if !resumeFrom.Valid {
 		if err := rp.tx("recreate "+t.Name, func(tx *sql.Tx) error {
-			if err := rp.recreate(tx, t); err != nil {
+			if err := recreate(execOn(rp.ctx, tx), t); err != nil {
 				return err
 			}
 			_, err := tx.ExecContext(rp.ctx, "INSERT OR REPLACE INTO state_meta (key, value) VALUES (?, '0')", marker)
@@ -390,29 +446,158 @@ func (rp *repairer) rebuildFTS(t ftsTable, reason string) error {
 	})
 }
 
+// rebuildCurrent rebuilds both FTS tables of the current layout with
+// package fts' chunked rebuild: Hermes' markers (fts_rebuild_high_water /
+// _progress) gate the triggers meanwhile and let an interrupted repair (or
+// Hermes itself) resume where it stopped. A table whose shadow tables are
+// gone is recreated from its own DDL first.
+func (rp *repairer) rebuildCurrent() error {
+	var reasons []string
+	for _, n := range sortedKeys(rp.st.badFTS) {
+		reasons = append(reasons, n+": "+rp.st.badFTS[n])
+	}
+	if rp.st.backfill && len(reasons) == 0 {
+		reasons = append(reasons, "finish the FTS backfill in progress")
+	}
+	rp.act("fts_rebuild", hfts.WordTable+", "+hfts.TrigramTable, "rebuild the current-layout FTS tables in chunks ("+strings.Join(reasons, "; ")+")", 0)
+	if rp.opts.DryRun {
+		return nil
+	}
+	if err := rp.gtx("fts rebuild start", func(tx *gorm.DB) error {
+		for _, name := range []string{hfts.WordTable, hfts.TrigramTable} {
+			t, ok := rp.st.ftsByName[name]
+			if !ok {
+				continue
+			}
+			for _, sh := range t.shadows() {
+				var n int64
+				tx.Raw("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", sh).Scan(&n)
+				if n == 0 {
+					if err := recreate(func(q string) error { return tx.Exec(q).Error }, t); err != nil {
+						return err
+					}
+					break
+				}
+			}
+		}
+		_, err := hfts.StartRebuild(tx)
+		return err
+	}); err != nil {
+		return err
+	}
+	var rows int64
+	for {
+		var more bool
+		var p, hw, before int64
+		if err := rp.gtx("fts rebuild step", func(tx *gorm.DB) error {
+			tx.Raw("SELECT COALESCE(CAST(value AS INTEGER), 0) FROM state_meta WHERE key = 'fts_rebuild_progress'").Scan(&before)
+			var err error
+			p, hw, more, err = hfts.RebuildStep(tx, rp.opts.ChunkRows)
+			return err
+		}); err != nil {
+			return err
+		}
+		rows += p - before
+		if rp.opts.Progress != nil {
+			rp.opts.Progress("fts rebuild", p, hw)
+		}
+		if !more {
+			break
+		}
+	}
+	rp.rep.Actions[len(rp.rep.Actions)-1].Rows = rows
+	return rp.gtx("fts rebuild finish", func(tx *gorm.DB) error { return hfts.FinishRebuild(tx) })
+}
+
+// resetCJK recreates hermesstate's CJK posting index (package fts): empty,
+// every message queued, then the queue drained in chunks.
+func (rp *repairer) resetCJK() error {
+	rp.act("fts", hfts.CJKIndexTable, "recreate the CJK posting index and index every message again", 0)
+	if rp.opts.DryRun {
+		return nil
+	}
+	if err := rp.gtx("cjk reset", func(tx *gorm.DB) error { return hfts.ResetCJKIndex(tx) }); err != nil {
+		return err
+	}
+	var total int64
+	for {
+		var n int
+		if err := rp.gtx("cjk index", func(tx *gorm.DB) error {
+			var err error
+			n, err = hfts.IndexPending(tx, rp.opts.ChunkRows)
+			return err
+		}); err != nil {
+			return err
+		}
+		total += int64(n)
+		if n == 0 {
+			break
+		}
+	}
+	rp.rep.Actions[len(rp.rep.Actions)-1].Rows = total
+	return nil
+}
+
 // recreate drops t (and whatever shadow tables remain) and creates it again,
 // empty, from its own DDL.
-func (rp *repairer) recreate(tx *sql.Tx, t ftsTable) error {
+func recreate(exec func(string) error, t ftsTable) error {
+	// FTS5 cannot open (nor so drop) a table whose shadow tables are gone:
+	// put empty ones back first, then drop the table with all of them.
+	for _, sh := range shadowDDL(t) {
+		if err := exec(sh); err != nil {
+			return fmt.Errorf("stub shadow of %s: %w", t.Name, err)
+		}
+	}
+	if err := exec("DROP TABLE IF EXISTS " + quoteIdent(t.Name)); err != nil {
+		return fmt.Errorf("drop %s: %w", t.Name, err)
+	}
 	for _, sh := range t.shadows() {
-		if _, err := tx.ExecContext(rp.ctx, "DROP TABLE IF EXISTS "+quoteIdent(sh)); err != nil {
+		if err := exec("DROP TABLE IF EXISTS " + quoteIdent(sh)); err != nil {
 			return fmt.Errorf("drop %s: %w", sh, err)
 		}
 	}
-	if _, err := tx.ExecContext(rp.ctx, "DROP TABLE IF EXISTS "+quoteIdent(t.Name)); err != nil {
-		return fmt.Errorf("drop %s: %w", t.Name, err)
-	}
-	if _, err := tx.ExecContext(rp.ctx, t.SQL); err != nil {
+	if err := exec(t.SQL); err != nil {
 		return fmt.Errorf("create %s: %w", t.Name, err)
 	}
 	return nil
 }
 
+// shadowDDL returns CREATE TABLE IF NOT EXISTS statements of the shadow
+// tables FTS5 keeps for t, with an empty configuration (version 4).
+func shadowDDL(t ftsTable) []string {
+	q := func(s string) string { return quoteIdent(t.Name + s) }
+	out := []string{
+		"CREATE TABLE IF NOT EXISTS " + q("_data") + "(id INTEGER PRIMARY KEY, block BLOB)",
+		"CREATE TABLE IF NOT EXISTS " + q("_idx") + "(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID",
+		"CREATE TABLE IF NOT EXISTS " + q("_config") + "(k PRIMARY KEY, v) WITHOUT ROWID",
+		"INSERT OR IGNORE INTO " + q("_config") + "(k, v) VALUES ('version', 4)",
+	}
+	if !t.NoSize {
+		out = append(out, "CREATE TABLE IF NOT EXISTS "+q("_docsize")+"(id INTEGER PRIMARY KEY, sz BLOB)")
+	}
+	if !t.external() {
+		cols := []string{"id INTEGER PRIMARY KEY"}
+		for i := range t.Columns {
+			cols = append(cols, fmt.Sprintf("c%d", i))
+		}
+		out = append(out, "CREATE TABLE IF NOT EXISTS "+q("_content")+"("+strings.Join(cols, ", ")+")")
+	}
+	return out
+}
+
+func execOn(ctx context.Context, tx *sql.Tx) func(string) error {
+	return func(q string) error {
+		_, err := tx.ExecContext(ctx, q)
+		return err
+	}
+}
+
 // orphans restores the references PRAGMA foreign_key_check found broken,
 // adding rows or clearing a dangling reference, never deleting.
-func (rp *repairer) orphans() error {
+func (rp *repairer) orphans() (placeholders int64, err error) {
 	o := rp.st.orphans
 	if len(o) == 0 {
-		return nil
+		return 0, nil
 	}
 	type fix struct{ key, detail, sql string }
 	var fixes []fix
@@ -446,14 +631,15 @@ func (rp *repairer) orphans() error {
 			}
 			return err
 		}); err != nil {
-			return err
+			return placeholders, err
 		}
 		rp.rep.Actions[len(rp.rep.Actions)-1].Rows = n
 		if f.key == "messages.session_id" && n > 0 {
 			rp.st.counterRows += n // placeholders need their counters
+			placeholders = n
 		}
 	}
-	return nil
+	return placeholders, nil
 }
 
 // counters recomputes message_count and tool_call_count of the sessions
