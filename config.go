@@ -94,6 +94,10 @@ type Config struct {
 	// Logger receives warnings (lock waits, fallbacks); default slog.Default().
 	Logger *slog.Logger
 
+	// Maintenance, when set, runs Maintain in the background after Open at
+	// most once per Maintenance.Every (opt-in; nil never does).
+	Maintenance *MaintenanceConfig
+
 	// WriteBudgets overrides the retry budget of each kind of write (tests,
 	// tools); zero values keep the defaults.
 	WriteBudgets WriteBudgets

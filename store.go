@@ -32,6 +32,7 @@ import (
 
 // Store is an open state database. It is safe for concurrent use.
 type Store struct {
+	auto     *autoMaintenance // Config.Maintenance runs (maintain.go)
 	cfg      Config
 	db       *repo.DB
 	version  string
@@ -72,6 +73,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.closeHandles()
 		return nil, err
 	}
+	s.startAutoMaintenance()
 	return s, nil
 }
 
@@ -294,6 +296,7 @@ func (s *Store) Close() error {
 		if s.db == nil {
 			return
 		}
+		s.stopAutoMaintenance()
 		s.db.MarkClosed()
 		if s.journal == "wal" && !s.cfg.ReadOnly {
 			s.checkpoint(context.Background(), "TRUNCATE")

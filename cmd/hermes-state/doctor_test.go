@@ -80,3 +80,23 @@ func TestCLIRepairRecover(t *testing.T) {
 	_, err = run(t, "recover", "--from", db)
 	require.Equal(t, 2, exitCode(err))
 }
+
+func TestCLIMaintain(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "state.db")
+	_, err := run(t, "--db", db, "demo")
+	require.NoError(t, err)
+	for i := 0; i < 3; i++ {
+		out, err := run(t, "--db", db, "maintain", "--vacuum", "--prune-days", "90", "--backup-dir", filepath.Join(dir, "b"), "--keep", "2")
+		require.NoError(t, err, out)
+		require.Contains(t, out, "backup")
+		require.Contains(t, out, "pruned     0 sessions")
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "b", "state-*.db"))
+	require.Len(t, left, 2)
+	out, err := run(t, "--db", db, "--json", "maintain")
+	require.NoError(t, err)
+	var rep map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Equal(t, true, rep["checkpointed"])
+}

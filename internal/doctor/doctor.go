@@ -392,7 +392,7 @@ func (c *checker) journal() {
 
 func (c *checker) space() {
 	r := c.r
-	if r.PageCount > 0 && r.FreelistRatio >= 0.25 {
+	if r.PageCount > 0 && r.FreelistRatio > 0.25 {
 		r.add(CheckSpace, Warning, "", FixVacuum, "%d of %d pages (%.0f%%) are free; VACUUM would give %s back",
 			r.FreelistCount, r.PageCount, 100*r.FreelistRatio, bytesString(r.FreelistCount*r.PageSize))
 	} else {
