@@ -161,9 +161,22 @@ func (d *DB) afterMarker(marker string) string {
 }
 
 // previewSQL is the correlated subquery of the raw preview of the session
-// alias s: the first eligible user row by (timestamp, id), cut in SQL so
-// only a short string leaves the database.
+// alias s: the first eligible user row by (timestamp, id) through
+// idx_messages_session, cut in the database so only a short string leaves
+// it. On SQLite eligibility and cutting are the Go function previewFunc
+// (preview_sqlite.go): the same result as previewSQLPlain, in a statement
+// a fraction of the size to compile.
 func (d *DB) previewSQL(s string) string {
+	if d.Dialect == SQLite {
+		return fmt.Sprintf(`COALESCE((SELECT %[2]s(m.content, m.display_kind) FROM messages m
+		WHERE m.session_id = %[1]s.id AND m.role = 'user' AND m.content IS NOT NULL AND %[2]s(m.content, m.display_kind) IS NOT NULL
+		ORDER BY m.timestamp, m.id LIMIT 1), '')`, s, previewFunc)
+	}
+	return d.previewSQLPlain(s)
+}
+
+// previewSQLPlain is previewSQL in plain SQL (any dialect).
+func (d *DB) previewSQLPlain(s string) string {
 	standalone := d.startsWith("m.content", summaryLongFormPrefix, summaryLegacyPrefix)
 	mergedAfter := d.afterMarker(mergedSummaryDelimiter)
 	merged := fmt.Sprintf("(%s > 0 AND %s)", d.instr("m.content", sqlLit(mergedSummaryDelimiter)),
@@ -454,16 +467,20 @@ func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, pro
 	d := r.db
 	var page string
 	var args []any
+	// LIMIT/OFFSET and scan sizes are written as integer literals: a bound
+	// parameter there makes SQLite re-prepare the (large) statement at its
+	// first step, which cost as much as the first prepare.
 	limit := ""
 	if !all {
-		limit = " LIMIT ? OFFSET ?"
+		limit = fmt.Sprintf(" LIMIT %d OFFSET %d", opt.Limit, opt.Offset)
 	}
 	bounds := ", NULL AS _bound, 0 AS _above"
 	switch {
 	case opt.OrderByLastActive && scan > 0:
+		ss := max(64, (opt.Offset+opt.Limit)*4)
 		edge := d.continuationEdge("p", "c")
-		page = fmt.Sprintf(`rm AS (SELECT session_id AS id, timestamp AS ts FROM messages WHERE timestamp %[1]s ORDER BY timestamp DESC LIMIT ?),
-			rs AS (SELECT id, COALESCE(last_activity_at, started_at) AS ts FROM sessions ORDER BY COALESCE(last_activity_at, started_at) DESC, started_at DESC LIMIT ?),
+		page = fmt.Sprintf(`rm AS (SELECT session_id AS id, timestamp AS ts FROM messages WHERE timestamp %[1]s ORDER BY timestamp DESC LIMIT %[9]d),
+			rs AS (SELECT id, COALESCE(last_activity_at, started_at) AS ts FROM sessions ORDER BY COALESCE(last_activity_at, started_at) DESC, started_at DESC LIMIT %[10]d),
 			bound AS (SELECT %[7]s AS t),
 			seen(id) AS (SELECT id FROM rm UNION SELECT id FROM rs WHERE ts > (SELECT t FROM bound)),
 			up(id, depth) AS (
@@ -482,10 +499,9 @@ func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, pro
 			),
 			page AS (SELECT id, eff, started_at FROM pall ORDER BY eff DESC, started_at DESC, id DESC%[8]s)`,
 			sqlIn, edge, maxLineageDepth, d.tipCTE("chain", "SELECT id FROM cand"), lastActiveSQL("cs"), f.sql(),
-			d.greatest("CASE WHEN (SELECT COUNT(*) FROM rm) < ? THEN -1e308 ELSE (SELECT MIN(ts) FROM rm) END",
-				"CASE WHEN (SELECT COUNT(*) FROM rs) < ? THEN -1e308 ELSE (SELECT MIN(ts) FROM rs) END"), limit)
-		ss := max(64, (opt.Offset+opt.Limit)*4)
-		args = append([]any{scan, ss, scan, ss}, f.args...)
+			d.greatest(fmt.Sprintf("CASE WHEN (SELECT COUNT(*) FROM rm) < %d THEN -1e308 ELSE (SELECT MIN(ts) FROM rm) END", scan),
+				fmt.Sprintf("CASE WHEN (SELECT COUNT(*) FROM rs) < %d THEN -1e308 ELSE (SELECT MIN(ts) FROM rs) END", ss)), limit, scan, ss)
+		args = append([]any{}, f.args...)
 		bounds = `, CASE WHEN (SELECT t FROM bound) > -1e308 THEN (SELECT t FROM bound) END AS _bound,
 			(SELECT COUNT(*) FROM pall WHERE pall.eff > (SELECT t FROM bound)) AS _above`
 	case opt.OrderByLastActive:
@@ -508,9 +524,6 @@ func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, pro
 			ORDER BY s.started_at DESC%s
 		)`, strings.ReplaceAll(f.sql(), "s.parent_session_id IS NULL", d.noIndex("s.parent_session_id")+" IS NULL"), limit)
 		args = append([]any{}, f.args...)
-	}
-	if !all {
-		args = append(args, opt.Limit, opt.Offset)
 	}
 	tipJoin := ""
 	tipSel := ", NULL AS t_id"
