@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,10 +48,32 @@ type DB struct {
 	writes  atomic.Int64
 	closed  atomic.Bool
 	corrupt atomic.Pointer[error]
+
+	closeMu sync.Mutex
+	onClose []func()
 }
 
-// MarkClosed makes every later call fail with models.ErrClosed.
-func (d *DB) MarkClosed() { d.closed.Store(true) }
+// MarkClosed makes every later call fail with models.ErrClosed, then runs
+// the functions registered with OnClose (the Append group committer waits
+// there for the group in flight), so that the caller may close the
+// handles once it returns.
+func (d *DB) MarkClosed() {
+	d.closed.Store(true)
+	d.closeMu.Lock()
+	fs := d.onClose
+	d.onClose = nil
+	d.closeMu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// OnClose registers f to run in MarkClosed.
+func (d *DB) OnClose(f func()) {
+	d.closeMu.Lock()
+	defer d.closeMu.Unlock()
+	d.onClose = append(d.onClose, f)
+}
 
 // Corrupt returns the error that marked the store unhealthy, or nil.
 func (d *DB) Corrupt() error {

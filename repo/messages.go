@@ -69,10 +69,17 @@ type Messages interface {
 type messageRepo struct {
 	db       *DB
 	defaults messageDefaults
+	group    committer
 }
 
-// NewMessages returns the GORM implementation of Messages.
-func NewMessages(db *DB) Messages { return &messageRepo{db: db} }
+// NewMessages returns the GORM implementation of Messages. Its group
+// committer is drained when db is marked closed.
+func NewMessages(db *DB) Messages {
+	r := &messageRepo{db: db}
+	r.group.r = r
+	db.OnClose(r.group.drain)
+	return r
+}
 
 func (in *NewMessage) toRow(op, sessionID string) (*models.Message, error) {
 	if err := checkName(op, "role", in.Role); err != nil {
@@ -163,12 +170,40 @@ func checkAppendable(tx *gorm.DB, op, sessionID string) error {
 	return nil
 }
 
+// Append validates m, then queues it for the group committer
+// (groupcommit.go): calls made at the same time by several goroutines are
+// committed in one transaction; a lone call is committed alone at once.
+// The id is returned only after the COMMIT that stored the row.
 func (r *messageRepo) Append(ctx context.Context, sessionID string, m NewMessage) (int64, error) {
-	ids, err := r.append(ctx, "messages.append", sessionID, []NewMessage{m})
+	const op = "messages.append"
+	if err := checkID(op, sessionID); err != nil {
+		return 0, err
+	}
+	row, err := m.toRow(op, sessionID)
 	if err != nil {
 		return 0, err
 	}
-	return ids[0], nil
+	if r.db.closed.Load() {
+		return 0, models.Errorf(models.ErrClosed, op, "the store is closed")
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	c := &appendCall{ctx: ctx, op: op, sid: sessionID, row: row, done: make(chan struct{})}
+	if err := r.group.submit(c); err != nil {
+		return 0, err
+	}
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		if c.state.CompareAndSwap(callQueued, callWithdrawn) {
+			return 0, ctx.Err()
+		}
+		// Its row is in the transaction being committed (or the call
+		// was answered already): wait for the outcome.
+		<-c.done
+	}
+	return c.id, c.err
 }
 
 func (r *messageRepo) AppendBatch(ctx context.Context, sessionID string, ms []NewMessage) ([]int64, error) {
@@ -194,6 +229,12 @@ func (r *messageRepo) append(ctx context.Context, op, sessionID string, ms []New
 		}
 		rows[i] = row
 	}
+	return r.writeRows(ctx, op, sessionID, rows)
+}
+
+// writeRows stores rows (validated, all of sessionID) in one transaction
+// and returns their ids in order.
+func (r *messageRepo) writeRows(ctx context.Context, op, sessionID string, rows []*models.Message) ([]int64, error) {
 	ids := make([]int64, len(rows))
 	err := r.db.Write(ctx, sqlitex.Transcript, op, func(tx *gorm.DB) error {
 		if err := lockSession(tx, sessionID); err != nil {
