@@ -7,7 +7,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -288,4 +291,64 @@ func BenchmarkFileSize200k(b *testing.B) {
 	b.ReportMetric(float64(fi.Size())/200000, "file_B/msg")
 	b.ReportMetric(float64(textBytes)/200000, "text_B/msg")
 	clk.report(b, 200000)
+}
+
+// BenchmarkAppendConcurrent: G goroutines of one process (each its own
+// session, as concurrent agent turns) call Messages().Append once per
+// message; b.N messages in all. Concurrent calls are group-committed
+// (repo/groupcommit.go). Reports msgs/s, CPU per message and the p50/p99
+// latency of one Append call. Compare with BenchmarkAppendRaw (one message
+// per transaction, one caller).
+func BenchmarkAppendConcurrent(b *testing.B) {
+	for _, g := range []int{1, 4, 16, 64} {
+		b.Run(fmt.Sprintf("g=%d", g), func(b *testing.B) {
+			ctx := context.Background()
+			path, first := benchFile(b)
+			st, err := hs.Open(ctx, hs.Config{Path: path})
+			require.NoError(b, err)
+			defer st.Close()
+			sids := []string{first}
+			for len(sids) < g {
+				s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli", Model: "m"})
+				require.NoError(b, err)
+				sids = append(sids, s.ID)
+			}
+			ms := st.Messages()
+			var next atomic.Int64
+			lat := make([][]time.Duration, g)
+			var wg sync.WaitGroup
+			b.ReportAllocs()
+			b.ResetTimer()
+			clk := startClock()
+			for w := 0; w < g; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						t0 := time.Now()
+						if _, err := ms.Append(ctx, sids[w], repo.NewMessage{Role: "user", Content: models.Text(benchContent)}); err != nil {
+							b.Error(err)
+							return
+						}
+						lat[w] = append(lat[w], time.Since(t0))
+					}
+				}()
+			}
+			wg.Wait()
+			clk.report(b, b.N)
+			b.StopTimer()
+			var all []time.Duration
+			for _, l := range lat {
+				all = append(all, l...)
+			}
+			slices.Sort(all)
+			if len(all) > 0 {
+				pct := func(p float64) float64 {
+					return float64(all[min(len(all)-1, int(p*float64(len(all))))].Microseconds()) / 1000
+				}
+				b.ReportMetric(pct(0.50), "p50-ms")
+				b.ReportMetric(pct(0.99), "p99-ms")
+			}
+		})
+	}
 }
