@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -133,6 +134,9 @@ func (g *committer) run() {
 		}
 		g.mu.Unlock()
 		g.commit(batch)
+		// Let the callers just answered queue their next call before the
+		// next group is taken (no timer: a lone caller never waits).
+		runtime.Gosched()
 	}
 }
 
