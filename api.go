@@ -28,3 +28,6 @@ func (s *Store) Cleanup() repo.Cleanup { return repo.NewCleanup(s.db) }
 
 // Usage returns the usage repository (auxiliary attribution, statistics).
 func (s *Store) Usage() repo.Usage { return repo.NewUsage(s.db) }
+
+// Inspect returns the read-only probes (archived messages, distinct cwds).
+func (s *Store) Inspect() repo.Inspect { return repo.NewInspect(s.db) }
