@@ -269,6 +269,9 @@ type checker struct {
 	opts Options
 	// names of objects in sqlite_master by type
 	objects map[string]map[string]string // type -> name -> sql
+	// pragmaRan: quick_check / integrity_check ran to the end (it checks
+	// every FTS5 table too)
+	pragmaRan bool
 }
 
 // describeErr turns a read error into a sentence and whether the file is
@@ -482,6 +485,7 @@ func (c *checker) integrity() bool {
 		c.fatal("PRAGMA "+pragma, err)
 		return false
 	}
+	c.pragmaRan = true
 	if len(lines) == 1 && lines[0] == "ok" {
 		c.r.add(CheckIntegrity, Info, "", "", "%s: ok", strings.TrimSuffix(pragma, "(200)"))
 	}

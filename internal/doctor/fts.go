@@ -236,7 +236,11 @@ func (c *checker) fts() {
 			r.add(CheckFTS, Error, name, FixRepair, "FTS table %s reads its content from %s, which is missing", name, t.Content)
 			continue
 		}
-		if _, bad := r.state.badFTS[name]; !bad {
+		// quick_check/integrity_check already ran FTS5's integrity check
+		// (xIntegrity, SQLite >= 3.44) on every FTS table; the explicit
+		// 'integrity-check' command runs again only with Full (then with
+		// rank 1: index against content) or when the pragma could not run.
+		if _, bad := r.state.badFTS[name]; !bad && (c.opts.Full || !c.pragmaRan) {
 			if err := c.ftsIntegrity(t, c.opts.Full && !backfill); err != nil {
 				r.state.badFTS[name] = err.Error()
 				if sqlitex.IsCorrupt(err) {
