@@ -2,6 +2,7 @@ package hermesstate_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -80,5 +81,66 @@ func TestInspectFresh(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, has)
 	_, err = st.Inspect().HasArchivedMessages(ctx, "")
+	require.ErrorIs(t, err, hs.ErrInvalid)
+}
+
+// TestRecentUserMessagesFixtures: Hermes' list_recent_user_messages on
+// every fixture whose Hermes had it.
+func TestRecentUserMessagesFixtures(t *testing.T) {
+	ctx := context.Background()
+	checked := 0
+	for _, f := range loadAPIFixtures(t) {
+		if f.absent("list_recent_user_messages") {
+			continue // that Hermes had no such method (its result is null)
+		}
+		checked++
+		t.Run(f.Name, func(t *testing.T) {
+			st := openFixture(t, f)
+			es := f.extras("list_recent_user_messages")
+			require.NotEmpty(t, es)
+			for _, e := range es {
+				got, err := st.Inspect().RecentUserMessages(ctx, e.Args[0].(string), 0, false)
+				require.NoError(t, err)
+				jsonEq(t, e.Result, got, "list_recent_user_messages(%v)", e.Args[0])
+			}
+		})
+	}
+	require.GreaterOrEqual(t, checked, 7, "fixtures v14 and later record list_recent_user_messages")
+}
+
+func TestRecentUserMessagesFresh(t *testing.T) {
+	ctx := context.Background()
+	st, path := openTemp(t)
+	_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
+	require.NoError(t, err)
+	long := strings.Repeat("é", 85)
+	for _, m := range []repo.NewMessage{
+		{Role: "user", Content: &long},
+		{Role: "assistant", Content: &long},
+		{Role: "user", Parts: []any{map[string]any{"type": "image_url"}, map[string]any{"type": "text", "text": " a \n\t b "}}},
+		{Role: "user", Parts: []any{map[string]any{"type": "image_url"}}},
+		{Role: "user", Content: &long, DisplayKind: "model_switch"},
+		{Role: "user", Content: &long},
+	} {
+		_, err := st.Messages().Append(ctx, "s", m)
+		require.NoError(t, err)
+	}
+	_, err = rawDB(t, path).Exec("UPDATE messages SET active = 0 WHERE id = 6")
+	require.NoError(t, err)
+	got, err := st.Inspect().RecentUserMessages(ctx, "s", 0, false)
+	require.NoError(t, err)
+	var ids []int64
+	var previews []string
+	for _, g := range got {
+		ids = append(ids, g.ID)
+		previews = append(previews, g.Preview)
+	}
+	require.Equal(t, []int64{4, 3, 1}, ids)
+	require.Equal(t, []string{"[multimodal content]", "a b", strings.Repeat("é", 77) + "..."}, previews)
+	got, err = st.Inspect().RecentUserMessages(ctx, "s", 2, true)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.EqualValues(t, 6, got[0].ID)
+	_, err = st.Inspect().RecentUserMessages(ctx, "s", -1, false)
 	require.ErrorIs(t, err, hs.ErrInvalid)
 }

@@ -2,9 +2,23 @@ package repo
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
+	"unicode"
 
 	"gorm.io/gorm"
+
+	"github.com/hermesstate/hermesstate/models"
 )
+
+// RecentUserMessage is one row of Inspect.RecentUserMessages.
+type RecentUserMessage struct {
+	ID        int64   `json:"id"`
+	Timestamp float64 `json:"timestamp"`
+	// Preview is the text with whitespace runs collapsed to one space,
+	// cut to 77 characters plus "..." when longer than 80.
+	Preview string `json:"preview"`
+}
 
 // CwdUsage is one row of Inspect.DistinctCwds (Hermes'
 // distinct_session_cwds): a working directory, how many sessions ran in
@@ -27,6 +41,12 @@ type Inspect interface {
 	// distinct_session_cwds; children count; archived sessions only when
 	// includeArchived).
 	DistinctCwds(ctx context.Context, includeArchived bool) ([]CwdUsage, error)
+	// RecentUserMessages returns the newest real user turns of a session
+	// (Hermes' list_recent_user_messages, the /undo and /rewind picker):
+	// role user, display_kind empty, active unless includeInactive, newest
+	// id first, at most limit (0 means 20). An unknown session gives an
+	// empty list. ErrInvalid for a bad id or a negative limit.
+	RecentUserMessages(ctx context.Context, sessionID string, limit int, includeInactive bool) ([]RecentUserMessage, error)
 }
 
 type inspectRepo struct{ db *DB }
@@ -59,3 +79,72 @@ func (r *inspectRepo) DistinctCwds(ctx context.Context, includeArchived bool) ([
 		return out, err
 	})
 }
+
+func (r *inspectRepo) RecentUserMessages(ctx context.Context, sessionID string, limit int, includeInactive bool) ([]RecentUserMessage, error) {
+	const op = "inspect.recent_user_messages"
+	if err := checkID(op, sessionID); err != nil {
+		return nil, err
+	}
+	if limit < 0 {
+		return nil, models.Errorf(models.ErrInvalid, op, "limit must not be negative")
+	}
+	if limit == 0 {
+		limit = 20
+	}
+	q := "SELECT id, timestamp, content FROM messages WHERE session_id = ? AND role = 'user' AND (display_kind IS NULL OR display_kind = '')"
+	if !includeInactive {
+		q += " AND active = 1"
+	}
+	q += " ORDER BY id DESC LIMIT ?"
+	return Read(ctx, r.db, op, func(tx *gorm.DB) ([]RecentUserMessage, error) {
+		var rows []struct {
+			ID        int64
+			Timestamp float64
+			Content   *string
+		}
+		if err := tx.Raw(q, sessionID, limit).Scan(&rows).Error; err != nil {
+			return nil, err
+		}
+		out := make([]RecentUserMessage, 0, len(rows))
+		for _, row := range rows {
+			out = append(out, RecentUserMessage{ID: row.ID, Timestamp: row.Timestamp, Preview: undoPreview(row.Content)})
+		}
+		return out, nil
+	})
+}
+
+// undoPreview is the preview Hermes' list_recent_user_messages shows: the
+// text (the text parts of multimodal content joined by spaces, else
+// "[multimodal content]"), whitespace collapsed as Python's str.split does,
+// cut to 77 characters and "..." when longer than 80.
+func undoPreview(content *string) string {
+	if content == nil {
+		return ""
+	}
+	text := *content
+	if strings.HasPrefix(text, models.MultimodalPrefix) {
+		var parts []any
+		if err := json.Unmarshal([]byte(text[len(models.MultimodalPrefix):]), &parts); err == nil {
+			var texts []string
+			for _, p := range parts {
+				if m, ok := p.(map[string]any); ok && m["type"] == "text" {
+					if t, ok := m["text"].(string); ok && t != "" {
+						texts = append(texts, t)
+					}
+				}
+			}
+			text = strings.TrimSpace(strings.Join(texts, " "))
+			if text == "" {
+				text = "[multimodal content]"
+			}
+		}
+	}
+	text = strings.Join(strings.FieldsFunc(text, pySpace), " ")
+	if r := []rune(text); len(r) > 80 {
+		return string(r[:77]) + "..."
+	}
+	return text
+}
+
+// pySpace is Python's str.isspace for one character.
+func pySpace(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f) }
