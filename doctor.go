@@ -2,6 +2,7 @@ package hermesstate
 
 import (
 	"context"
+	"github.com/hermesstate/hermesstate/models"
 
 	"github.com/hermesstate/hermesstate/internal/doctor"
 )
@@ -42,6 +43,9 @@ const (
 // findings, not as an error.
 func Doctor(ctx context.Context, cfg Config, opts DoctorOptions) (*DoctorReport, error) {
 	cfg = cfg.withDefaults()
+	if cfg.Driver == DriverPostgres {
+		return nil, models.Errorf(models.ErrUnsupported, "doctor", "doctor examines SQLite files; on PostgreSQL the server keeps integrity (use `hermes-state fts check` for the search indexes, `migrate` for the schema version)")
+	}
 	return doctor.Check(ctx, doctor.Options{Path: cfg.Path, Full: opts.Full, JournalMode: string(cfg.JournalMode)})
 }
 

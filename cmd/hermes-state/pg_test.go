@@ -56,9 +56,20 @@ func TestCLIEveryCommandOnBothBackends(t *testing.T) {
 		require.NoError(t, err, name)
 		require.Contains(t, out, "CrashLoopBackOff", name)
 
+		for _, c := range [][]string{{"search", "kubernetes"}, {"search", "桂林"}, {"fts", "check"}, {"fts", "rebuild"}, {"stats"}, {"export"},
+			{"sessions", "title", id, "Renamed"}, {"sessions", "lineage", id}, {"prune", "--dry-run"}} {
+			out, err := run(t, append(db, c...)...)
+			require.NoError(t, err, "%s %v", name, c)
+			require.NotEmpty(t, out, "%s %v", name, c)
+		}
+		out, err = run(t, append(db, "--json", "search", "kubernetes")...)
+		require.NoError(t, err, name)
+		require.Contains(t, out, ">>>kubernetes<<<", name)
 		_, err = run(t, append(db, "sessions", "show", "nope")...)
 		require.Error(t, err, name)
 		require.Equal(t, 3, exitCode(err), name)
+		_, err = run(t, append(db, "delete", id)...)
+		require.NoError(t, err, name)
 	}
 	// The same sessions by source and counters on both.
 	summary := func(ss []map[string]any) map[string][2]any {
