@@ -102,7 +102,7 @@ func TestPostgresSchemaMatchesSQLite(t *testing.T) {
 	}
 	// idx_hermesstate_* are our own additions (api_migrations.go), as in the SQLite shape test;
 	// idx_messages_fts_* / idx_messages_trgm_* are the PostgreSQL search indexes.
-	idx := got(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE 'idx\_%' AND indexname NOT LIKE 'idx\_hermesstate\_%' AND indexname NOT LIKE 'idx\_messages\_fts\_%' AND indexname NOT LIKE 'idx\_messages\_trgm\_%'`)
+	idx := got(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE 'idx\_%' AND indexname NOT LIKE 'idx\_hermesstate\_%' AND indexname NOT LIKE 'idx\_messages\_fts\_%' AND indexname NOT LIKE 'idx\_hs\_%' AND indexname NOT LIKE 'idx\_messages\_trgm\_%'`)
 	trg := got(`SELECT DISTINCT trigger_name FROM information_schema.triggers WHERE trigger_schema = $1 AND trigger_name LIKE 'messages\_display%'`)
 	sort.Strings(wantIdx)
 	sort.Strings(wantTrg)

@@ -14,8 +14,8 @@ import (
 // SQLite; objects created by migration 0006's Postgres variant):
 //
 //   - Word queries (no CJK): the sanitized FTS5 query is translated to a
-//     tsquery (pgTSQuery) and matched against hs_fts_tsv(...), served by a
-//     GIN expression index. Snippets come from ts_headline with the same
+//     tsquery (pgTSQuery) and matched against the stored documents
+//     hs_fts_tsv(...) of hs_messages_fts (trigger-maintained, GIN index). Snippets come from ts_headline with the same
 //     '>>>' '<<<' markers and '...' between fragments.
 //   - Ranking: ORDER BY ts_rank DESC (then newest first) where SQLite uses
 //     FTS5's bm25. Both favour rows with more and denser matches, but the
@@ -110,21 +110,22 @@ func pgTSQuery(q string) (string, bool) {
 
 const pgHeadlineOpts = `StartSel=">>>", StopSel="<<<", MaxWords=40, MinWords=12, ShortWord=0, MaxFragments=2, FragmentDelimiter="..."`
 
-// pgWordQuery is the tsquery search of one sanitized query.
+// pgWordQuery is the tsquery search of one sanitized query over the
+// stored word documents (hs_messages_fts, kept by triggers).
 func pgWordQuery(tsq, sort string, limit, offset int, f fts.Filters) fts.Query {
-	doc := "hs_fts_tsv(m.role, m.content, m.tool_name, m.tool_calls)"
-	where := []string{doc + " @@ to_tsquery('simple', ?)"}
+	where := []string{"fx.doc @@ to_tsquery('simple', ?)"}
 	w, a := f.Clauses()
 	where = append(where, w...)
-	order := "ORDER BY ts_rank(" + doc + ", to_tsquery('simple', ?)) DESC, m.timestamp DESC, m.id DESC"
+	rank := "ts_rank(fx.doc, to_tsquery('simple', ?))"
+	order := "ORDER BY " + rank + " DESC, m.timestamp DESC, m.id DESC"
 	switch strings.ToLower(strings.TrimSpace(sort)) {
 	case "newest":
-		order = "ORDER BY m.timestamp DESC, ts_rank(" + doc + ", to_tsquery('simple', ?)) DESC, m.id DESC"
+		order = "ORDER BY m.timestamp DESC, " + rank + " DESC, m.id DESC"
 	case "oldest":
-		order = "ORDER BY m.timestamp ASC, ts_rank(" + doc + ", to_tsquery('simple', ?)) DESC, m.id ASC"
+		order = "ORDER BY m.timestamp ASC, " + rank + " DESC, m.id ASC"
 	}
 	sql := "SELECT m.id, m.session_id, m.role, ts_headline('simple', COALESCE(m.content, ''), to_tsquery('simple', ?), '" + pgHeadlineOpts + "') AS snippet, " +
-		"m.timestamp, m.tool_name, s.source, s.model, s.started_at AS session_started FROM messages m JOIN sessions s ON s.id = m.session_id WHERE " +
+		"m.timestamp, m.tool_name, s.source, s.model, s.started_at AS session_started FROM hs_messages_fts fx JOIN messages m ON m.id = fx.id JOIN sessions s ON s.id = m.session_id WHERE " +
 		strings.Join(where, " AND ") + " " + order + " LIMIT ? OFFSET ?"
 	args := []any{tsq, tsq}
 	args = append(args, a...)
@@ -301,7 +302,7 @@ func (r *searchRepo) routePostgres(tx *gorm.DB, q string, opt SearchOptions, f f
 func (r *searchRepo) checkPostgres(ctx context.Context) ([]FTSCheck, error) {
 	return Read(ctx, r.db, "search.check", func(tx *gorm.DB) ([]FTSCheck, error) {
 		var out []FTSCheck
-		for _, name := range []string{"idx_messages_fts_word", "idx_messages_trgm_content", "idx_messages_trgm_tool_name", "idx_messages_trgm_tool_calls"} {
+		for _, name := range []string{"idx_hs_messages_fts_doc", "idx_messages_trgm_content", "idx_messages_trgm_tool_name", "idx_messages_trgm_tool_calls"} {
 			var valid []bool
 			if err := tx.Raw(`SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
 				JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relname = ?`, name).Scan(&valid).Error; err != nil {
