@@ -18,29 +18,29 @@ import (
 	"github.com/hermesstate/hermesstate/repo"
 )
 
-var benchWords = strings.Fields(`the deployment kubernetes docker pod crash loop backoff config yaml service ingress
+var pgBenchWords = strings.Fields(`the deployment kubernetes docker pod crash loop backoff config yaml service ingress
 network timeout retry database migration schema index query latency cache redis queue worker
 python golang rust compile error warning test suite coverage branch merge commit release
 gateway telegram discord session token budget model prompt context summary agent tool terminal`)
 
-var benchCJK = []string{"广西桂林的山水很美", "修改服务端配置文件", "検索エンジンの設定", "トライグラム索引の検証", "旅游计划和预算"}
+var pgBenchCJK = []string{"广西桂林的山水很美", "修改服务端配置文件", "検索エンジンの設定", "トライグラム索引の検証", "旅游计划和预算"}
 
-// benchText returns a deterministic message of 12-40 words, one in 20 with
+// pgBenchText returns a deterministic message of 12-40 words, one in 20 with
 // a CJK sentence.
-func benchText(r *rand.Rand) string {
+func pgBenchText(r *rand.Rand) string {
 	n := 12 + r.IntN(28)
 	w := make([]string, n)
 	for i := range w {
-		w[i] = benchWords[r.IntN(len(benchWords))]
+		w[i] = pgBenchWords[r.IntN(len(pgBenchWords))]
 	}
 	if r.IntN(20) == 0 {
-		w = append(w, benchCJK[r.IntN(len(benchCJK))])
+		w = append(w, pgBenchCJK[r.IntN(len(pgBenchCJK))])
 	}
 	return strings.Join(w, " ")
 }
 
-// seedBench writes sessions × perSession messages (batches of one session).
-func seedBench(b *testing.B, st *hs.Store, sessions, perSession int) {
+// pgSeedBench writes sessions × perSession messages (batches of one session).
+func pgSeedBench(b *testing.B, st *hs.Store, sessions, perSession int) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(1, 2))
 	base := 1767225600.0
@@ -54,14 +54,14 @@ func seedBench(b *testing.B, st *hs.Store, sessions, perSession int) {
 			if i%2 == 1 {
 				role = "assistant"
 			}
-			batch[i] = repo.NewMessage{Role: role, Content: models.Text(benchText(r)), Timestamp: models.Epoch(base + float64(s)*60 + float64(i))}
+			batch[i] = repo.NewMessage{Role: role, Content: models.Text(pgBenchText(r)), Timestamp: models.Epoch(base + float64(s)*60 + float64(i))}
 		}
 		_, err = st.Messages().AppendBatch(ctx, id, batch)
 		require.NoError(b, err)
 	}
 }
 
-func pct(d []time.Duration, p float64) float64 {
+func pgPct(d []time.Duration, p float64) float64 {
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	return float64(d[int(float64(len(d)-1)*p)].Microseconds())
 }
@@ -85,7 +85,7 @@ func BenchmarkPostgresVsSQLite200k(b *testing.B) {
 		st, err := hs.Open(ctx, cfg)
 		require.NoError(b, err)
 		start := time.Now()
-		seedBench(b, st, sessions, per)
+		pgSeedBench(b, st, sessions, per)
 		b.Logf("%s: seeded %d messages in %s", backend, sessions*per, time.Since(start).Round(time.Millisecond))
 		r := rand.New(rand.NewPCG(3, 4))
 		b.Run(backend+"/append", func(b *testing.B) {
@@ -93,12 +93,12 @@ func BenchmarkPostgresVsSQLite200k(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				id := fmt.Sprintf("bench_%05d", r.IntN(sessions))
 				t0 := time.Now()
-				_, err := st.Messages().Append(ctx, id, repo.NewMessage{Role: "user", Content: models.Text(benchText(r))})
+				_, err := st.Messages().Append(ctx, id, repo.NewMessage{Role: "user", Content: models.Text(pgBenchText(r))})
 				lat = append(lat, time.Since(t0))
 				require.NoError(b, err)
 			}
-			b.ReportMetric(pct(lat, 0.5), "p50-µs")
-			b.ReportMetric(pct(lat, 0.99), "p99-µs")
+			b.ReportMetric(pgPct(lat, 0.5), "p50-µs")
+			b.ReportMetric(pgPct(lat, 0.99), "p99-µs")
 		})
 		for _, q := range []struct{ name, query string }{
 			{"search-word", "kubernetes timeout"}, {"search-phrase", `"crash loop"`}, {"search-prefix", "deploy*"},
@@ -114,8 +114,8 @@ func BenchmarkPostgresVsSQLite200k(b *testing.B) {
 					require.NoError(b, err)
 					hits = len(res.Hits)
 				}
-				b.ReportMetric(pct(lat, 0.5), "p50-µs")
-				b.ReportMetric(pct(lat, 0.99), "p99-µs")
+				b.ReportMetric(pgPct(lat, 0.5), "p50-µs")
+				b.ReportMetric(pgPct(lat, 0.99), "p99-µs")
 				b.ReportMetric(float64(hits), "hits")
 			})
 		}
