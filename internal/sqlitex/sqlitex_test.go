@@ -120,9 +120,12 @@ func TestImmediateTakesLockAtBegin(t *testing.T) {
 		require.GreaterOrEqual(t, waited, 100*time.Millisecond, "BEGIN IMMEDIATE waits in the busy handler")
 
 		// Once the holder commits, BEGIN succeeds and the write goes through.
+		// (A second connection with a long busy timeout, so a loaded machine
+		// that delays the holder's commit cannot make this part flaky.)
+		w2 := openFile(t, ConnConfig{Path: path, BusyTimeout: 10 * time.Second, Immediate: true})
 		done := make(chan error, 1)
 		go func() {
-			tx, err := w.BeginTx(ctx, nil)
+			tx, err := w2.BeginTx(ctx, nil)
 			if err == nil {
 				_, err = tx.Exec("INSERT INTO t VALUES (2)")
 				if err == nil {
