@@ -225,7 +225,9 @@ func (s *Store) applyJournalMode(ctx context.Context) error {
 			return nil
 		}
 		var got string
-		_, err := sqlitex.Retry(ctx, 5*time.Second, func() error {
+		// Other openers may hold the file while they migrate; Hermes retries
+		// the whole open for 20 s, so does this switch.
+		_, err := sqlitex.Retry(ctx, 20*time.Second, func() error {
 			return w.Raw("PRAGMA journal_mode=WAL").Scan(&got).Error
 		})
 		if err != nil {
