@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -27,30 +26,13 @@ const (
 	benchMsgsPerSess = 100
 )
 
-var (
-	benchMu   sync.Mutex
-	benchOnce = map[string]*sync.Once{}
-)
-
 func benchStorePath(b *testing.B) string { return benchStorePathN(b, benchSessions, benchMsgsPerSess) }
 
 // benchStorePathN builds (once) a store of nSess sessions × perSess
 // messages.
 func benchStorePathN(b *testing.B, nSess, perSess int) string {
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("hermesstate-bench-%dx%d.db", nSess, perSess))
-	benchMu.Lock()
-	once := benchOnce[path]
-	if once == nil {
-		once = &sync.Once{}
-		benchOnce[path] = once
-	}
-	benchMu.Unlock()
-	once.Do(func() {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		tmp := path + ".building"
-		_ = os.Remove(tmp)
+	return cachedBenchFile(b, path, func(tmp string) {
 		st, err := hs.Open(context.Background(), hs.Config{Path: tmp})
 		require.NoError(b, err)
 		require.NoError(b, st.Close())
@@ -101,11 +83,7 @@ func benchStorePathN(b *testing.B, nSess, perSess int) string {
 		_, err = db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 		require.NoError(b, err)
 		require.NoError(b, db.Close())
-		require.NoError(b, os.Rename(tmp, path))
-		_ = os.Remove(tmp + "-wal")
-		_ = os.Remove(tmp + "-shm")
 	})
-	return path
 }
 
 func openBench(b *testing.B) (*hs.Store, *sql.DB) {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,16 +17,9 @@ import (
 // messages (every 10th an assistant turn with two tool calls), written with
 // multi-row INSERTs after Open (FTS, display and CJK-queue triggers active)
 // and cached as $TMPDIR/hermesstate-bench-doctor-200k.db (delete to rebuild).
-var doctorBenchOnce sync.Once
-
 func doctorBenchPath(b *testing.B) string {
 	path := filepath.Join(os.TempDir(), "hermesstate-bench-doctor-200k.db")
-	doctorBenchOnce.Do(func() {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		tmp := path + ".building"
-		_ = os.Remove(tmp)
+	return cachedBenchFile(b, path, func(tmp string) {
 		st, err := hs.Open(context.Background(), hs.Config{Path: tmp})
 		require.NoError(b, err)
 		require.NoError(b, st.Close())
@@ -78,11 +70,7 @@ func doctorBenchPath(b *testing.B) string {
 		require.NoError(b, err)
 		require.Empty(b, r.Problems(), "the benchmark store is healthy")
 		require.EqualValues(b, 200000, r.Messages)
-		require.NoError(b, os.Rename(tmp, path))
-		_ = os.Remove(tmp + "-wal")
-		_ = os.Remove(tmp + "-shm")
 	})
-	return path
 }
 
 // BenchmarkDoctor200k: doctor (quick_check, and --full: integrity_check +

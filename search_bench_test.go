@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,8 +25,6 @@ import (
 // per N under the temp dir and reused by later runs.
 //
 //	go test -run XXX -bench BenchmarkSearch -benchtime 200x .
-
-var searchBenchOnce sync.Map
 
 func benchN() int {
 	if v, err := strconv.Atoi(os.Getenv("HERMESSTATE_BENCH_N")); err == nil && v > 0 {
@@ -88,16 +85,11 @@ func benchText(r *rand.Rand, i int) string {
 func benchStore(b *testing.B, n int) string {
 	b.Helper()
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("hermesstate-bench-search-%d.db", n))
-	if _, ok := searchBenchOnce.Load(path); ok {
-		return path
-	}
-	if _, err := os.Stat(path + ".done"); err == nil {
-		searchBenchOnce.Store(path, true)
-		return path
-	}
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
-		_ = os.Remove(p)
-	}
+	return cachedBenchFile(b, path, func(tmp string) { buildSearchStore(b, tmp, n) })
+}
+
+// buildSearchStore writes the synthetic search corpus of n messages to path.
+func buildSearchStore(b *testing.B, path string, n int) {
 	ctx := context.Background()
 	start := time.Now()
 	st, err := hs.Open(ctx, hs.Config{Path: path})
@@ -128,11 +120,6 @@ func benchStore(b *testing.B, n int) string {
 		b.Fatal(err)
 	}
 	b.Logf("built %d messages in %s", n, time.Since(start).Round(time.Second))
-	if err := os.WriteFile(path+".done", nil, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	searchBenchOnce.Store(path, true)
-	return path
 }
 
 type benchQuery struct {
