@@ -200,10 +200,10 @@ func TestFixtureReadBack(t *testing.T) {
 			}
 			var convs map[string][]any
 			f.Get(t, "conversations", &convs)
-			// Hermes v10–v21 scrubbed <memory-context> blocks from the replay;
-			// v1–v9 had no scrubber, and the v30 build in the fixture did not
-			// scrub either (see the issue note).
-			keep := f.Version < 10 || f.Version >= 30
+			// Hermes scrubs <memory-context> blocks from the replay from v10
+			// on (v30 included: its expected file was corrected on
+			// 2026-12-03); v1–v9 had no scrubber.
+			keep := f.Version < 10
 			for id, want := range convs {
 				got, err := st.Messages().Conversation(ctx, id, repo.ConversationOptions{KeepMemoryContext: keep})
 				require.NoError(t, err, id)
