@@ -64,6 +64,46 @@ type Messages interface {
 	// Count returns the number of messages, of one session when sessionID
 	// is not empty.
 	Count(ctx context.Context, sessionID string) (int64, error)
+	// Page returns one window of a session's messages in id order, with
+	// the window's position among them, so a reader can walk a session of
+	// any size a window at a time (by id from a window it holds, or by
+	// offset to jump). ErrNotFound when the session does not exist,
+	// ErrInvalid for a bad id, a negative offset or ids, or a limit above
+	// MaxPageLimit.
+	Page(ctx context.Context, sessionID string, opt PageOptions) (MessagePage, error)
+}
+
+// MaxPageLimit is the largest window Messages.Page returns.
+const MaxPageLimit = 1000
+
+// PageOptions selects the window of Messages.Page. The zero value is the
+// first 100 active messages.
+type PageOptions struct {
+	// AfterID, when > 0, starts the window after this message id.
+	AfterID int64
+	// BeforeID, when > 0, ends the window before this message id. Without
+	// AfterID the window is the Limit messages just before it (walking
+	// backwards), still returned in id order.
+	BeforeID int64
+	// Offset skips this many messages in the walking direction: from the
+	// first message (or AfterID) forwards, or from BeforeID backwards.
+	Offset int
+	// Limit is the window size: 0 means 100, at most MaxPageLimit.
+	Limit int
+	// IncludeInactive also returns rewound (active = 0) messages.
+	IncludeInactive bool
+}
+
+// MessagePage is one window of a session's messages.
+type MessagePage struct {
+	// Messages of the window, in id order.
+	Messages []models.Message `json:"messages"`
+	// Start is the 0-based index of Messages[0] among the Total messages
+	// (an empty window: Total after the end, 0 before the start).
+	Start int64 `json:"start"`
+	// Total is the number of messages the options select without the
+	// window (the session's active messages unless IncludeInactive).
+	Total int64 `json:"total"`
 }
 
 type messageRepo struct {
@@ -314,6 +354,89 @@ func (r *messageRepo) Count(ctx context.Context, sessionID string) (int64, error
 		}
 		var n int64
 		return n, q.Count(&n).Error
+	})
+}
+
+func (r *messageRepo) Page(ctx context.Context, sessionID string, opt PageOptions) (MessagePage, error) {
+	const op = "messages.page"
+	if err := checkID(op, sessionID); err != nil {
+		return MessagePage{}, err
+	}
+	switch {
+	case opt.AfterID < 0 || opt.BeforeID < 0:
+		return MessagePage{}, models.Errorf(models.ErrInvalid, op, "message ids must not be negative")
+	case opt.Offset < 0:
+		return MessagePage{}, models.Errorf(models.ErrInvalid, op, "offset must not be negative")
+	case opt.Limit < 0 || opt.Limit > MaxPageLimit:
+		return MessagePage{}, models.Errorf(models.ErrInvalid, op, "limit must be between 0 and %d", MaxPageLimit)
+	}
+	if opt.Limit == 0 {
+		opt.Limit = 100
+	}
+	backwards := opt.BeforeID > 0 && opt.AfterID == 0
+	return Read(ctx, r.db, op, func(tx *gorm.DB) (MessagePage, error) {
+		scope := func(q *gorm.DB) *gorm.DB {
+			q = q.Where("session_id = ?", sessionID)
+			if !opt.IncludeInactive {
+				q = q.Where("active = 1")
+			}
+			return q
+		}
+		q := scope(tx.Model(&models.Message{}))
+		if opt.AfterID > 0 {
+			q = q.Where("id > ?", opt.AfterID)
+		}
+		if opt.BeforeID > 0 {
+			q = q.Where("id < ?", opt.BeforeID)
+		}
+		if backwards {
+			q = q.Order("id DESC")
+		} else {
+			q = q.Order("id")
+		}
+		q = q.Limit(opt.Limit)
+		if opt.Offset > 0 {
+			q = q.Offset(opt.Offset)
+		}
+		out := MessagePage{Messages: []models.Message{}}
+		if err := q.Find(&out.Messages).Error; err != nil {
+			return out, err
+		}
+		if backwards {
+			for i, j := 0, len(out.Messages)-1; i < j; i, j = i+1, j-1 {
+				out.Messages[i], out.Messages[j] = out.Messages[j], out.Messages[i]
+			}
+		}
+		// Total and the window's position in one pass over the index.
+		var first int64 = -1
+		if len(out.Messages) > 0 {
+			first = out.Messages[0].ID
+		}
+		var counts struct{ Total, Earlier int64 }
+		if err := scope(tx.Model(&models.Message{})).
+			Select("COUNT(*) AS total, COALESCE(SUM(CASE WHEN id < ? THEN 1 ELSE 0 END), 0) AS earlier", first).
+			Scan(&counts).Error; err != nil {
+			return out, err
+		}
+		out.Total = counts.Total
+		switch {
+		case len(out.Messages) > 0:
+			out.Start = counts.Earlier
+		case backwards:
+			out.Start = 0
+		default:
+			out.Start = out.Total
+		}
+		if out.Total == 0 {
+			ok, err := sessionExists(tx, sessionID)
+			if err != nil {
+				return out, err
+			}
+			if !ok {
+				return out, models.Errorf(models.ErrNotFound, op, "session %q does not exist", sessionID)
+			}
+		}
+		return out, nil
 	})
 }
 
