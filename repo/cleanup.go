@@ -63,8 +63,9 @@ type Cleanup interface {
 	Delete(ctx context.Context, id string) ([]string, error)
 	// ClearMessages deletes every message and usage row of a session but
 	// keeps the row, resetting message/tool-call/token/api-call counters
-	// (costs untouched) and stamping last_activity_at. It returns the
-	// number of messages deleted; ErrNotFound when the session is missing.
+	// (costs untouched) and stamping last_activity_at; system prompts no
+	// longer referenced are removed. It returns the number of messages
+	// deleted; ErrNotFound when the session is missing.
 	ClearMessages(ctx context.Context, id string) (int64, error)
 	// Prune deletes ended sessions whose last activity is older than the
 	// cutoff, except pinned ones (and continuations of a pinned chain); a
@@ -152,9 +153,15 @@ func deleteSessions(tx *gorm.DB, ids []string) error {
 	return nil
 }
 
+// deleteUnreferencedPrompts removes the system_prompts rows no session
+// references, by system_prompt_hash or by tool_names (Hermes dedupes the
+// tools[] pin through the same table).
 func deleteUnreferencedPrompts(tx *gorm.DB) error {
-	return tx.Exec(`DELETE FROM system_prompts WHERE hash NOT IN
-		(SELECT system_prompt_hash FROM sessions WHERE system_prompt_hash IS NOT NULL)`).Error
+	// NOT IN over each column is computed once (an ephemeral index on
+	// SQLite, a hashed subplan on PostgreSQL); tool_names has no index.
+	return tx.Exec(`DELETE FROM system_prompts WHERE
+		hash NOT IN (SELECT system_prompt_hash FROM sessions WHERE system_prompt_hash IS NOT NULL)
+		AND hash NOT IN (SELECT tool_names FROM sessions WHERE tool_names IS NOT NULL)`).Error
 }
 
 func (r *cleanupRepo) Delete(ctx context.Context, id string) ([]string, error) {
@@ -207,10 +214,13 @@ func (r *cleanupRepo) ClearMessages(ctx context.Context, id string) (int64, erro
 		if err := tx.Exec("DELETE FROM session_model_usage WHERE session_id = ?", id).Error; err != nil {
 			return err
 		}
-		return tx.Model(&models.Session{}).Where("id = ?", id).Updates(map[string]any{
+		if err := tx.Model(&models.Session{}).Where("id = ?", id).Updates(map[string]any{
 			"message_count": 0, "tool_call_count": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
 			"cache_write_tokens": 0, "reasoning_tokens": 0, "api_call_count": 0, "last_activity_at": models.Now(),
-		}).Error
+		}).Error; err != nil {
+			return err
+		}
+		return deleteUnreferencedPrompts(tx)
 	})
 	return n, err
 }

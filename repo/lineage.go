@@ -25,10 +25,11 @@ type Lineage interface {
 	// ErrNotFound when id does not exist.
 	Descendants(ctx context.Context, id string) ([]string, error)
 	// CompressionTip returns the live end of id's compression chain: while
-	// the session ended with "compression", follow its newest continuation
-	// child (not a delegate, branch or reset child, not a tool session). A
-	// session that is not compressed is its own tip. ErrNotFound when id
-	// does not exist.
+	// the session ended with "compression", follow its continuation child
+	// (not a delegate, branch or reset child, not a tool session) chosen as
+	// Hermes does: one that itself ended with compression, else a live one,
+	// else the most recently active. A session that is not compressed is
+	// its own tip. ErrNotFound when id does not exist.
 	CompressionTip(ctx context.Context, id string) (string, error)
 	// CompressionChain returns the whole compression lineage id belongs
 	// to, from its root (the first compression ancestor) to the tip.
@@ -72,11 +73,19 @@ func (d *DB) continuationEdge(p, c string) string {
 		d.jsonMarker(c+".model_config", "_reset_from"))
 }
 
-// nextContinuation is a scalar subquery: the newest continuation of the
-// session whose id is the SQL expression pid, NULL when none.
+// nextContinuation is a scalar subquery: the continuation of the session
+// whose id is the SQL expression pid that Hermes' chain step picks (NULL
+// when none): a child that itself ended with compression first, then a live
+// child, then the most recently active (last_active DESC, NULLs last as on
+// SQLite), then started_at DESC, id DESC.
 func (d *DB) nextContinuation(pid string) string {
+	nullsLast := ""
+	if d.Dialect == Postgres {
+		nullsLast = " NULLS LAST"
+	}
 	return fmt.Sprintf(`(SELECT nc.id FROM sessions np JOIN sessions nc ON %s
-		WHERE np.id = %s ORDER BY nc.started_at DESC, nc.id DESC LIMIT 1)`, d.continuationEdge("np", "nc"), pid)
+		WHERE np.id = %s ORDER BY CASE WHEN nc.end_reason = 'compression' THEN 0 WHEN nc.ended_at IS NULL THEN 1 ELSE 2 END,
+		%s DESC%s, nc.started_at DESC, nc.id DESC LIMIT 1)`, d.continuationEdge("np", "nc"), pid, lastActiveSQL("nc"), nullsLast)
 }
 
 // tipCTE returns the recursive CTE "name(root_id, cur_id, depth)" walking

@@ -449,7 +449,7 @@ type ConversationOptions struct {
 }
 
 // ConversationItem is one message in the replay format. Optional fields are
-// present only when truthy (reasoning fields of assistant rows: when not
+// present only when truthy (reasoning_content of assistant rows: when not
 // NULL), as in Hermes' dicts.
 type ConversationItem struct {
 	Role                string      `json:"role"`
@@ -493,7 +493,9 @@ func deref(p *string) string {
 	return *p
 }
 
-// ToConversation converts stored rows to the replay format.
+// ToConversation converts stored rows to the replay format, then drops
+// background-review harness turns and blanks stale [marker] assistant
+// content as Hermes does before a replay (replay.go).
 func ToConversation(msgs []models.Message, opt ConversationOptions) []ConversationItem {
 	out := make([]ConversationItem, 0, len(msgs))
 	for i := range msgs {
@@ -512,7 +514,9 @@ func ToConversation(msgs []models.Message, opt ConversationOptions) []Conversati
 			it.Content = ScrubMemoryContext(s)
 		}
 		if m.Role == "assistant" {
-			it.FinishReason, it.Reasoning, it.ReasoningContent = m.FinishReason, m.Reasoning, m.ReasoningContent
+			// finish_reason and reasoning only when truthy, reasoning_content
+			// whenever not NULL (Hermes' _rows_to_conversation).
+			it.FinishReason, it.Reasoning, it.ReasoningContent = nonEmpty(m.FinishReason), nonEmpty(m.Reasoning), m.ReasoningContent
 			if !m.ReasoningDetails.IsNull() {
 				it.ReasoningDetails = m.ReasoningDetails.Value()
 			}
@@ -525,7 +529,7 @@ func ToConversation(msgs []models.Message, opt ConversationOptions) []Conversati
 		}
 		out = append(out, it)
 	}
-	return out
+	return blankStaleMarkers(stripReviewHarness(out))
 }
 
 func (r *messageRepo) Conversation(ctx context.Context, sessionID string, opt ConversationOptions) ([]ConversationItem, error) {

@@ -65,7 +65,12 @@ type Sessions interface {
 	// UpdateTokenCounts applies one usage report (Hermes'
 	// update_token_counts): session totals and, for delta reports with
 	// usage, the per-model attribution row, in one transaction. A missing
-	// session row is created with the given source (else 'unknown').
+	// session row is created with the given source (else 'unknown'); an
+	// existing placeholder source 'unknown' takes a given source, and a
+	// NULL model takes the report's model even without usage. Absolute
+	// reports set the totals (actual_cost_usd only when given); delta
+	// reports add, leaving a NULL token counter NULL as Hermes does.
+	// ErrInvalid for bad text.
 	UpdateTokenCounts(ctx context.Context, id string, u TokenUpdate) error
 	// List returns sessions newest first (started_at DESC), optionally of
 	// one source. Limit 0 means 20.
@@ -495,8 +500,12 @@ func (r *sessionRepo) SetSystemPrompt(ctx context.Context, id, prompt string) er
 	})
 }
 
+// deletePromptIfUnused removes the prompt row of hash unless a session
+// references it by system_prompt_hash or tool_names.
 func deletePromptIfUnused(tx *gorm.DB, hash string) error {
-	return tx.Exec("DELETE FROM system_prompts WHERE hash = ? AND NOT EXISTS (SELECT 1 FROM sessions WHERE system_prompt_hash = ?)", hash, hash).Error
+	return tx.Exec(`DELETE FROM system_prompts WHERE hash = ?
+		AND NOT EXISTS (SELECT 1 FROM sessions WHERE system_prompt_hash = ?)
+		AND NOT EXISTS (SELECT 1 FROM sessions WHERE tool_names = ?)`, hash, hash, hash).Error
 }
 
 func (r *sessionRepo) List(ctx context.Context, opt ListOptions) ([]models.Session, error) {

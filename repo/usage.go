@@ -20,10 +20,11 @@ type TokenUpdate struct {
 	ActualCostUSD                                                                 *float64
 	CostStatus, CostSource, PricingVersion                                        string
 	BillingProvider, BillingBaseURL, BillingMode                                  string
-	// Absolute sets the session totals instead of adding to them and writes
-	// no attribution row.
+	// Absolute sets the session totals (and actual_cost_usd when given)
+	// instead of adding to them, and writes no attribution row.
 	Absolute bool
-	// Source is used when the session row has to be created.
+	// Source is used when the session row has to be created, and replaces
+	// the placeholder source 'unknown' of an existing row.
 	Source string
 	// Task names auxiliary work ('' = the main agent loop).
 	Task string
@@ -71,19 +72,32 @@ func applyTokenUpdate(tx *gorm.DB, id string, u TokenUpdate) error {
 	if source == "" {
 		source = "unknown"
 	}
-	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&models.Session{ID: id, Source: source, StartedAt: models.Now()}).Error; err != nil {
+	// Row guard (Hermes' _insert_session_row(id, source or 'unknown',
+	// model=model)): a missing row is created; an existing one gets its
+	// placeholder source replaced and a NULL model filled, whether or not
+	// the report accounts for anything.
+	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&models.Session{ID: id, Source: source,
+		Model: models.TextOrNil(u.Model), StartedAt: models.Now()}).Error; err != nil {
 		return err
 	}
 	s, err := getSession(tx, id)
 	if err != nil {
 		return err
 	}
+	up := map[string]any{}
+	if s.Source == "unknown" && source != "unknown" {
+		up["source"] = source
+	}
+	if s.Model == nil && u.Model != "" {
+		up["model"] = u.Model
+		m := u.Model
+		s.Model = &m
+	}
 	// Route values count only for a report that accounts for something.
 	model, provider, baseURL, mode := u.Model, u.BillingProvider, u.BillingBaseURL, u.BillingMode
 	if !u.accounted() {
 		model, provider, baseURL, mode = "", "", "", ""
 	}
-	up := map[string]any{}
 	if u.Task == "" && s.APICallCount == 0 && model != "" && provider != "" &&
 		(!ptrEq(s.Model, model) || !ptrEq(s.BillingProvider, provider)) {
 		// First accounted route of the main loop: the route is the session's.
@@ -97,35 +111,37 @@ func applyTokenUpdate(tx *gorm.DB, id string, u TokenUpdate) error {
 	if u.EstimatedCostUSD != nil {
 		est = *u.EstimatedCostUSD
 	}
+	counters := map[string]int64{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
+		"cache_read_tokens": u.CacheReadTokens, "cache_write_tokens": u.CacheWriteTokens, "reasoning_tokens": u.ReasoningTokens}
 	if u.Absolute {
-		up["input_tokens"] = u.InputTokens
-		up["output_tokens"] = u.OutputTokens
-		up["cache_read_tokens"] = u.CacheReadTokens
-		up["cache_write_tokens"] = u.CacheWriteTokens
-		up["reasoning_tokens"] = u.ReasoningTokens
+		// Absolute (gateway cumulative totals): counters, api_call_count and
+		// the estimate are set; actual_cost_usd is set when given.
+		for col, v := range counters {
+			up[col] = v
+		}
 		up["api_call_count"] = u.APICallCount
 		up["estimated_cost_usd"] = est
-	} else {
-		add := func(col string, v int64) {
-			up[col] = gorm.Expr("COALESCE("+col+", 0) + ?", v)
+		if u.ActualCostUSD != nil {
+			up["actual_cost_usd"] = *u.ActualCostUSD
 		}
-		add("input_tokens", u.InputTokens)
-		add("output_tokens", u.OutputTokens)
-		add("cache_read_tokens", u.CacheReadTokens)
-		add("cache_write_tokens", u.CacheWriteTokens)
-		add("reasoning_tokens", u.ReasoningTokens)
-		add("api_call_count", u.APICallCount)
+	} else {
+		// Delta: token counters add without COALESCE (a NULL counter of an
+		// old row stays NULL, as in Hermes); the others treat NULL as 0.
+		for col, v := range counters {
+			up[col] = gorm.Expr(col+" + ?", v)
+		}
+		up["api_call_count"] = gorm.Expr("COALESCE(api_call_count, 0) + ?", u.APICallCount)
 		up["estimated_cost_usd"] = gorm.Expr("COALESCE(estimated_cost_usd, 0) + ?", est)
-	}
-	if u.ActualCostUSD != nil {
-		up["actual_cost_usd"] = gorm.Expr("COALESCE(actual_cost_usd, 0) + ?", *u.ActualCostUSD)
+		if u.ActualCostUSD != nil {
+			up["actual_cost_usd"] = gorm.Expr("COALESCE(actual_cost_usd, 0) + ?", *u.ActualCostUSD)
+		}
 	}
 	for col, v := range map[string]string{"cost_status": u.CostStatus, "cost_source": u.CostSource, "pricing_version": u.PricingVersion} {
 		if v != "" {
 			up[col] = v
 		}
 	}
-	if _, set := up["model"]; !set {
+	if _, set := up["billing_provider"]; !set {
 		for col, pair := range map[string]struct {
 			cur *string
 			v   string
