@@ -211,6 +211,12 @@ func damages() []damage {
 			execRaw(t, path, "DROP TABLE messages_fts_data")
 			return 0
 		}},
+		{name: "drop_fts_config", fixable: true, check: "fts", apply: func(t *testing.T, _ damageTarget, path string) int {
+			// quick_check fails at its first step (the FTS5 constructor):
+			// an FTS problem for repair, not page-level damage.
+			execRaw(t, path, "DROP TABLE messages_fts_config")
+			return 0
+		}},
 		{name: "delete_triggers", fixable: true, check: "fts", apply: func(t *testing.T, _ damageTarget, path string) int {
 			execRaw(t, path, "DROP TRIGGER messages_fts_insert", "DROP TRIGGER messages_display_order_insert",
 				// A message written while the triggers are gone: the index misses it.

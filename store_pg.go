@@ -118,7 +118,7 @@ func (s *Store) Location() string {
 	return s.cfg.Path
 }
 
-// Engine describes the database engine for messages: "SQLite 3.53.3,
+// Engine describes the database engine for messages: "SQLite 3.54.1,
 // journal wal" or "PostgreSQL 15.20, schema NAME".
 func (s *Store) Engine() string {
 	if s.cfg.Driver == DriverPostgres {

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	sqlite "github.com/glebarez/go-sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // previewFunc is the SQL function (SQLite only, registered on every
@@ -44,17 +45,39 @@ func init() {
 
 const previewWS = "\t\n\r "
 
+// sqlLeadMin is the smallest byte that SQLite's LENGTH and SUBSTR count,
+// together with the continuation bytes (10xxxxxx) after it, as one
+// character. SQLite 3.54 (tag-20260418-01) counts any byte >= 0x80 that way,
+// so a stray continuation byte swallows the ones after it
+// (length(CAST(X'8080' AS TEXT)) is 1); up to 3.53 only bytes >= 0xC0 did
+// (it was 2). The preview function follows the library it is linked with.
+var sqlLeadMin = func() byte {
+	if sqlite3.SQLITE_VERSION_NUMBER >= 3054000 {
+		return 0x80
+	}
+	return 0xc0
+}()
+
 // sqlNext returns the byte index after the character at i, counting
-// characters the way SQLite's text functions do (a byte ≥ 0xC0 and the
-// continuation bytes after it are one character; any other byte is one),
-// so invalid UTF-8 is cut where SQLite cuts it.
+// characters the way SQLite's LENGTH and SUBSTR do (see sqlLeadMin; any
+// other byte is one character), so invalid UTF-8 is cut where SQLite cuts it.
 func sqlNext(s string, i int) int {
 	b := s[i]
 	i++
-	if b >= 0xc0 {
+	if b >= sqlLeadMin {
 		for i < len(s) && s[i]&0xc0 == 0x80 {
 			i++
 		}
+	}
+	return i
+}
+
+// instrNext is sqlNext for SQLite's INSTR, which steps one byte and then
+// over every continuation byte after it, whatever the first byte was.
+func instrNext(s string, i int) int {
+	i++
+	for i < len(s) && s[i]&0xc0 == 0x80 {
+		i++
 	}
 	return i
 }
@@ -87,7 +110,7 @@ func sqlInstr(hay, needle string) int {
 	}
 	n := 1
 	for i := 0; i < at; n++ {
-		i = sqlNext(hay, i)
+		i = instrNext(hay, i)
 	}
 	return n
 }

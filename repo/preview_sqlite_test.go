@@ -65,6 +65,7 @@ func TestPreviewFuncMatchesSQL(t *testing.T) {
 		summaryLegacyPrefix + " both " + mergedSummaryDelimiter + summaryLegacyPrefix + " tail",
 		summaryLegacyPrefix + "é" + mergedSummaryDelimiter + summaryLegacyPrefix,
 		"bad \xff\xfe utf8 " + strings.Repeat("z", 60), "\xc3\x80\x80\x80" + strings.Repeat("y", 70), "\x80\x80" + long,
+		"\x80\x80abc", "a\x80\x80" + mergedSummaryDelimiter + summaryLegacyPrefix, "\xff\x80" + summaryLegacyPrefix + summaryEndMarker + "q",
 		"\xe6" + mergedSummaryDelimiter + summaryLegacyPrefix, "\x00json:[{\"type\": \"text\", \"text\": \"hi\"}]",
 	} {
 		c.check([2]any{content, nil})

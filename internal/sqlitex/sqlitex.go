@@ -134,7 +134,7 @@ func CheckWAL(s string) error {
 		return err
 	}
 	if v.HasWALResetBug() {
-		return fmt.Errorf("sqlitex: SQLite %s: %w; build with a driver that embeds SQLite >= 3.51.3 (github.com/glebarez/go-sqlite v1.23.0 embeds 3.53.3) or configure journal mode delete", v, ErrVulnerableSQLite)
+		return fmt.Errorf("sqlitex: SQLite %s: %w; build with a driver that embeds SQLite >= 3.51.3 (this module links SQLite 3.54.1 from modernc.org/sqlite v1.62.0) or configure journal mode delete", v, ErrVulnerableSQLite)
 	}
 	return nil
 }
