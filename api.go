@@ -31,3 +31,12 @@ func (s *Store) Usage() repo.Usage { return repo.NewUsage(s.db) }
 
 // Inspect returns the read-only probes (archived messages, distinct cwds).
 func (s *Store) Inspect() repo.Inspect { return repo.NewInspect(s.db) }
+
+// Transcript returns the transcript repository (get_messages options,
+// window around a message, replace, targeted delete and clear, latest-row
+// probes, api_content and display-kind stamps).
+func (s *Store) Transcript() repo.Transcript { return repo.NewTranscript(s.db) }
+
+// Rewind returns the rewind repository (active ids, rewind to a message or
+// a user turn).
+func (s *Store) Rewind() repo.Rewind { return repo.NewRewind(s.db) }
