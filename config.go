@@ -101,6 +101,10 @@ type Config struct {
 	// WriteBudgets overrides the retry budget of each kind of write (tests,
 	// tools); zero values keep the defaults.
 	WriteBudgets WriteBudgets
+
+	// set by withDefaults: whether JournalMode was given (doctor and repair
+	// leave the file's own mode alone when it was not).
+	defaulted, journalExplicit bool
 }
 
 // WriteBudgets are the retry budgets per kind of write.
@@ -125,6 +129,10 @@ func DefaultPath() string {
 }
 
 func (c Config) withDefaults() Config {
+	if !c.defaulted {
+		c.defaulted = true
+		c.journalExplicit = strings.TrimSpace(string(c.JournalMode)) != ""
+	}
 	if c.Driver == "" {
 		switch {
 		case c.DSN != "":
@@ -162,7 +170,7 @@ func (c Config) withDefaults() Config {
 	if c.Path == "" && c.Driver == DriverSQLite {
 		c.Path = DefaultPath()
 	}
-	switch strings.ToLower(string(c.JournalMode)) {
+	switch strings.ToLower(strings.TrimSpace(string(c.JournalMode))) {
 	case "delete":
 		c.JournalMode = JournalDelete
 	default:
@@ -197,3 +205,12 @@ func isPostgresURL(s string) bool { return pgsql.IsDSN(s) }
 // IsPostgresDSN reports whether s is a PostgreSQL connection URL
 // (postgres:// or postgresql://) rather than a file path.
 func IsPostgresDSN(s string) bool { return pgsql.IsDSN(s) }
+
+// configuredJournal returns the journal mode the caller configured, or ""
+// when none was (the default applies to new files and writable opens).
+func (c Config) configuredJournal() string {
+	if !c.journalExplicit {
+		return ""
+	}
+	return string(c.JournalMode)
+}

@@ -46,7 +46,7 @@ func Doctor(ctx context.Context, cfg Config, opts DoctorOptions) (*DoctorReport,
 	if cfg.Driver == DriverPostgres {
 		return nil, models.Errorf(models.ErrUnsupported, "doctor", "doctor examines SQLite files; on PostgreSQL the server keeps integrity (use `hermes-state fts check` for the search indexes, `migrate` for the schema version)")
 	}
-	return doctor.Check(ctx, doctor.Options{Path: cfg.Path, Full: opts.Full, JournalMode: string(cfg.JournalMode)})
+	return doctor.Check(ctx, doctor.Options{Path: cfg.Path, Full: opts.Full, JournalMode: cfg.configuredJournal()})
 }
 
 // Doctor examines the store's file (see the package-level Doctor). When a
@@ -84,7 +84,7 @@ type RepairReport = doctor.RepairReport
 // ErrBusy when the file stayed locked, ErrStorage otherwise.
 func Repair(ctx context.Context, cfg Config, opts RepairOptions) (*RepairReport, error) {
 	cfg = cfg.withDefaults()
-	return doctor.Repair(ctx, doctor.RepairOptions{Path: cfg.Path, JournalMode: string(cfg.JournalMode),
+	return doctor.Repair(ctx, doctor.RepairOptions{Path: cfg.Path, JournalMode: cfg.configuredJournal(),
 		DryRun: opts.DryRun, ChunkRows: opts.ChunkRows, Progress: opts.Progress})
 }
 

@@ -63,8 +63,14 @@ func TestJournalModeConfiguration(t *testing.T) {
 	require.Equal(t, "delete", r.JournalMode)
 	require.NoError(t, st.Close())
 
-	// Configured wal, file in delete: doctor warns; Open switches it.
+	// No mode configured, file in delete: the file's own (deliberate)
+	// choice is not a problem (issue 11, item 3).
 	r, err = hs.Doctor(ctx, hs.Config{Path: del}, hs.DoctorOptions{})
+	require.NoError(t, err)
+	requireHealthy(t, r)
+	require.False(t, r.JournalExplicit)
+	// Configured wal, file in delete: doctor warns; Open switches it.
+	r, err = hs.Doctor(ctx, hs.Config{Path: del, JournalMode: hs.JournalWAL}, hs.DoctorOptions{})
 	require.NoError(t, err)
 	require.True(t, r.Has("journal_mode", ""), "%+v", r.Findings)
 	require.Equal(t, "wal", r.JournalConfigured)

@@ -11,6 +11,7 @@ package hermesstate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -46,6 +47,10 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 	ckptMu    sync.Mutex
+
+	// newer is the schema_version of a file newer than v30 (0 otherwise):
+	// such a file is opened read-only.
+	newer int
 }
 
 // Open opens (creating if needed) the state database cfg describes, brings
@@ -77,32 +82,33 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
+// gormConfig returns a new *gorm.Config. A *gorm.Config holds the callbacks
+// of the DB opened with it: every gorm.Open needs its own, or the reader
+// would replace the writer's hooks.
+func gormConfig() *gorm.Config {
+	return &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	}
+}
+
 func (s *Store) openSQLite(ctx context.Context) error {
 	const op = "open"
 	cfg := s.cfg
 	path := cfg.Path
-	if !cfg.ReadOnly {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return models.Wrap(models.ErrStorage, op, err, "cannot create the directory of "+path)
-		}
-		if err := createPrivate(path); err != nil {
-			return models.Wrap(models.ErrStorage, op, err, "cannot create "+path)
-		}
-	} else if _, err := os.Stat(path); err != nil {
-		return models.Wrap(models.ErrNotFound, op, err, "no database at "+path)
+	if cfg.ReadOnly {
+		return s.openSQLiteReadOnly(ctx)
 	}
-	// A *gorm.Config holds the callbacks of the DB opened with it: every
-	// gorm.Open needs its own, or the reader would replace the writer's hooks.
-	gcfg := func() *gorm.Config {
-		return &gorm.Config{
-			Logger:                 logger.Discard,
-			SkipDefaultTransaction: true,
-			NowFunc:                func() time.Time { return time.Now().UTC() },
-		}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return models.Wrap(models.ErrStorage, op, err, "cannot create the directory of "+path)
+	}
+	if err := createPrivate(path); err != nil {
+		return models.Wrap(models.ErrStorage, op, err, "cannot create "+path)
 	}
 	wcfg := sqlitex.ConnConfig{Path: path, BusyTimeout: cfg.BusyTimeout, Synchronous: sqlitex.Synchronous(cfg.Synchronous),
-		ForeignKeys: true, Immediate: true, QueryOnly: cfg.ReadOnly}
-	w, err := gorm.Open(sqlite.Open(wcfg.DSN()), gcfg())
+		ForeignKeys: true, Immediate: true}
+	w, err := gorm.Open(sqlite.Open(wcfg.DSN()), gormConfig())
 	if err != nil {
 		return classifyOpenErr(op, err, path)
 	}
@@ -138,28 +144,41 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	if err := w.WithContext(ctx).Raw("SELECT sqlite_version()").Scan(&s.version).Error; err != nil {
 		return classifyOpenErr(op, err, path)
 	}
+	// A file of a newer Hermes is never adopted: no migration, no journal
+	// switch, no chmod; it is opened read-only instead.
+	fv, err := migrations.FileVersion(w.WithContext(ctx))
+	if err != nil {
+		return classifyOpenErr(op, err, path)
+	}
+	if fv > migrations.HermesSchemaVersion {
+		if err := s.closeHandles(); err != nil {
+			return models.Wrap(models.ErrStorage, op, err, "")
+		}
+		s.db = nil
+		s.newer = fv
+		s.cfg.ReadOnly = true
+		return s.openSQLiteReadOnly(ctx)
+	}
 	if err := s.applyJournalMode(ctx); err != nil {
 		return err
 	}
-	if !cfg.ReadOnly {
-		if err := hooks.Register(w); err != nil {
-			return models.Wrap(models.ErrStorage, op, err, "")
-		}
-		if err := repo.RegisterSearchHooks(w); err != nil {
-			return models.Wrap(models.ErrStorage, op, err, "")
-		}
-		if err := migrations.Run(ctx, w); err != nil {
-			return err
-		}
-		if err := repo.PrepareSearch(ctx, s.db); err != nil {
-			return err
-		}
-		securePaths(path)
+	if err := hooks.Register(w); err != nil {
+		return models.Wrap(models.ErrStorage, op, err, "")
 	}
+	if err := repo.RegisterSearchHooks(w); err != nil {
+		return models.Wrap(models.ErrStorage, op, err, "")
+	}
+	if err := migrations.Run(ctx, w); err != nil {
+		return err
+	}
+	if err := repo.PrepareSearch(ctx, s.db); err != nil {
+		return err
+	}
+	securePaths(path)
 	if s.journal == "wal" {
 		rcfg := sqlitex.ConnConfig{Path: path, BusyTimeout: cfg.ReadBusyTimeout, Synchronous: sqlitex.Synchronous(cfg.Synchronous),
 			ForeignKeys: true, QueryOnly: true}
-		r, err := gorm.Open(sqlite.Open(rcfg.DSN()), gcfg())
+		r, err := gorm.Open(sqlite.Open(rcfg.DSN()), gormConfig())
 		if err != nil {
 			return classifyOpenErr(op, err, path)
 		}
@@ -181,6 +200,90 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	}
 	s.sessions = repo.NewSessions(s.db)
 	s.messages = repo.NewMessages(s.db)
+	return nil
+}
+
+// openSQLiteReadOnly opens the file for reading only: SQLite's mode=ro (the
+// database file is never opened for writing) and query_only, no migration,
+// no journal-mode switch, no chmod. Every write fails with ErrUnsupported.
+// In WAL mode SQLite itself creates the -wal and -shm files when they are
+// missing (as any reader does); the database file is never changed.
+func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
+	const op = "open"
+	cfg := s.cfg
+	path := cfg.Path
+	if err := checkStoreFile(op, path); err != nil {
+		return err
+	}
+	dsn, err := sqlitex.ConnConfig{Path: path, BusyTimeout: cfg.ReadBusyTimeout, ForeignKeys: true, QueryOnly: true, ReadOnly: true}.URI()
+	if err != nil {
+		return models.Wrap(models.ErrStorage, op, err, "cannot open "+path)
+	}
+	g, err := gorm.Open(sqlite.Open(dsn), gormConfig())
+	if err != nil {
+		return classifyOpenErr(op, err, path)
+	}
+	sqlDB, err := g.DB()
+	if err != nil {
+		return models.Wrap(models.ErrStorage, op, err, "")
+	}
+	sqlDB.SetMaxOpenConns(cfg.ReadPoolSize)
+	sqlDB.SetMaxIdleConns(cfg.ReadPoolSize)
+	reason := "the store was opened read-only; writes are refused"
+	if s.newer > 0 {
+		reason = fmt.Sprintf("%s has Hermes schema version %d, newer than %d, the newest this hermes-state knows: it is opened read-only and writes are refused (upgrade hermes-state to write to it)",
+			path, s.newer, migrations.HermesSchemaVersion)
+	}
+	s.db = &repo.DB{W: g, R: g, Dialect: repo.SQLite, Log: cfg.Logger, ReadOnly: reason}
+	w := g.WithContext(ctx)
+	if err := w.Raw("SELECT sqlite_version()").Scan(&s.version).Error; err != nil {
+		return classifyOpenErr(op, err, path)
+	}
+	var mode string
+	if err := w.Raw("PRAGMA journal_mode").Scan(&mode).Error; err != nil {
+		return classifyOpenErr(op, err, path)
+	}
+	s.journal = strings.ToLower(mode)
+	if s.journal == "wal" {
+		if err := sqlitex.CheckWAL(s.version); err != nil {
+			s.cfg.Logger.Warn("hermesstate: file is in WAL mode on a SQLite build with the WAL-reset bug", "sqlite", s.version)
+		}
+	}
+	fv, err := migrations.FileVersion(w)
+	if err != nil {
+		return classifyOpenErr(op, err, path)
+	}
+	if s.newer == 0 && fv > migrations.HermesSchemaVersion {
+		s.newer = fv
+		s.db.ReadOnly = fmt.Sprintf("%s has Hermes schema version %d, newer than %d, the newest this hermes-state knows: it is opened read-only and writes are refused (upgrade hermes-state to write to it)",
+			path, s.newer, migrations.HermesSchemaVersion)
+	}
+	if s.newer == 0 {
+		if pending, err := migrations.Pending(ctx, g); err == nil && len(pending) > 0 {
+			s.db.SchemaHint = fmt.Sprintf("%s (Hermes schema version %d) has not been upgraded to the v30 shape this read needs; run `hermes-state migrate` to upgrade it", path, fv)
+		}
+	}
+	s.sessions = repo.NewSessions(s.db)
+	s.messages = repo.NewMessages(s.db)
+	return nil
+}
+
+// checkStoreFile refuses a path that holds no store: missing (ErrNotFound,
+// "no store at PATH"), not a regular file, or empty (0 bytes).
+func checkStoreFile(op, path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return models.Wrap(models.ErrNotFound, op, err, "no store at "+path)
+		}
+		return models.Wrap(models.ErrStorage, op, err, "cannot open "+path+": "+sqlitex.Describe(err))
+	}
+	if !st.Mode().IsRegular() {
+		return models.Errorf(models.ErrInvalid, op, "%s is not a regular file", path)
+	}
+	if st.Size() == 0 {
+		return models.Errorf(models.ErrNotFound, op, "no store at %s: the file is empty (0 bytes)", path)
+	}
 	return nil
 }
 
@@ -350,9 +453,22 @@ func (s *Store) JournalMode() string { return s.journal }
 // Logger returns the store's logger.
 func (s *Store) Logger() *slog.Logger { return s.cfg.Logger }
 
+// ReadOnly reports whether the store refuses writes: opened with
+// Config.ReadOnly, or a file whose schema is newer than v30 (see
+// NewerSchema).
+func (s *Store) ReadOnly() bool { return s.db.ReadOnly != "" }
+
+// NewerSchema returns the schema_version of a file written by a newer
+// Hermes (above 30), which the store opened read-only, or 0.
+func (s *Store) NewerSchema() int { return s.newer }
+
 // MigrationsPending returns the IDs of migrations not yet applied to the
-// file (empty after a writable Open).
+// file (empty after a writable Open, and for a file of a newer schema,
+// which is never migrated).
 func (s *Store) MigrationsPending(ctx context.Context) ([]string, error) {
+	if s.newer > 0 {
+		return []string{}, nil
+	}
 	ids, err := migrations.Pending(ctx, s.db.W)
 	if err != nil {
 		return nil, models.Wrap(models.ErrStorage, "migrations.pending", err, "")

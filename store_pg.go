@@ -2,6 +2,7 @@ package hermesstate
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -70,6 +71,28 @@ func (s *Store) openPostgres(ctx context.Context) error {
 		}
 	}
 	if !cfg.ReadOnly {
+		// A schema of a newer Hermes is never migrated: read-only instead.
+		var has int64
+		if err := g.WithContext(ctx).Raw("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = 'schema_version'", cfg.Schema).Scan(&has).Error; err != nil {
+			return models.Wrap(models.ErrStorage, op, err, "cannot read the schema of "+pgsql.Redact(cfg.DSN))
+		}
+		if has > 0 {
+			var fv sql.NullInt64
+			if err := g.WithContext(ctx).Raw("SELECT MAX(version) FROM " + pgsql.QuoteIdent(cfg.Schema) + ".schema_version").Scan(&fv).Error; err != nil {
+				return models.Wrap(models.ErrStorage, op, err, "cannot read the schema version of "+pgsql.Redact(cfg.DSN))
+			}
+			if fv.Valid && fv.Int64 > migrations.HermesSchemaVersion {
+				s.newer = int(fv.Int64)
+			}
+		}
+	}
+	if s.newer > 0 {
+		s.db.ReadOnly = fmt.Sprintf("schema %s has Hermes schema version %d, newer than %d, the newest this hermes-state knows: it is opened read-only and writes are refused (upgrade hermes-state to write to it)",
+			cfg.Schema, s.newer, migrations.HermesSchemaVersion)
+	} else if cfg.ReadOnly {
+		s.db.ReadOnly = "the store was opened read-only; writes are refused"
+	}
+	if !cfg.ReadOnly && s.newer == 0 {
 		if err := hooks.Register(g); err != nil {
 			return models.Wrap(models.ErrStorage, op, err, "")
 		}

@@ -325,13 +325,20 @@ func pkColumns(cols []Column) []string {
 }
 
 // rebuildIfKeyDiffers recreates table with the reference definition when
-// its primary key columns differ, copying every row (columns by name).
+// its primary key is narrower than the reference's (an older Hermes file:
+// the key's columns are a strict subset of ours), copying every row
+// (columns by name; columns the reference lacks are carried over).
+//
+// It never runs otherwise: a key that is a superset of ours, or differs in
+// another way, belongs to a schema we do not know (a newer Hermes), and
+// recreating it with our key would merge rows that differ only in the
+// columns we lack (INSERT OR IGNORE) and drop those columns.
 func rebuildIfKeyDiffers(tx *gorm.DB, table string, ref []Column) error {
 	have, err := fileColumns(tx, table)
 	if err != nil {
 		return err
 	}
-	if strings.Join(pkColumns(have), ",") == strings.Join(pkColumns(ref), ",") {
+	if !keyNarrower(pkColumns(have), pkColumns(ref)) {
 		return nil
 	}
 	var create string
@@ -342,29 +349,54 @@ func rebuildIfKeyDiffers(tx *gorm.DB, table string, ref []Column) error {
 	}
 	tmp := table + "__hermesstate_rebuild"
 	create = strings.Replace(create, "CREATE TABLE IF NOT EXISTS "+table, "CREATE TABLE "+tmp, 1)
-	presentSet := map[string]bool{}
-	for _, c := range have {
-		presentSet[strings.ToLower(c.Name)] = true
+	refSet := map[string]bool{}
+	for _, c := range ref {
+		refSet[strings.ToLower(c.Name)] = true
 	}
 	var cols []string
-	for _, c := range ref {
-		if presentSet[strings.ToLower(c.Name)] {
-			cols = append(cols, quoteIdent(c.Name))
+	stmts := []string{"DROP TABLE IF EXISTS " + tmp, create}
+	for _, c := range have {
+		cols = append(cols, quoteIdent(c.Name))
+		if !refSet[strings.ToLower(c.Name)] {
+			// A column of the file's own: kept, after ours.
+			extra := c
+			extra.PK = 0
+			if !extra.Default.Valid {
+				extra.NotNull = false
+			}
+			stmts = append(stmts, "ALTER TABLE "+tmp+" ADD COLUMN "+extra.Decl())
 		}
 	}
 	list := strings.Join(cols, ", ")
-	for _, q := range []string{
-		"DROP TABLE IF EXISTS " + tmp,
-		create,
-		"INSERT OR IGNORE INTO " + tmp + " (" + list + ") SELECT " + list + " FROM " + quoteIdent(table) + " ORDER BY rowid",
-		"DROP TABLE " + quoteIdent(table),
-		"ALTER TABLE " + tmp + " RENAME TO " + quoteIdent(table),
-	} {
+	stmts = append(stmts,
+		"INSERT OR IGNORE INTO "+tmp+" ("+list+") SELECT "+list+" FROM "+quoteIdent(table)+" ORDER BY rowid",
+		"DROP TABLE "+quoteIdent(table),
+		"ALTER TABLE "+tmp+" RENAME TO "+quoteIdent(table))
+	for _, q := range stmts {
 		if err := tx.Exec(q).Error; err != nil {
 			return fmt.Errorf("rebuild %s: %w", table, err)
 		}
 	}
 	return nil
+}
+
+// keyNarrower reports whether the key columns have are a strict subset of
+// the key columns ref (an older, narrower primary key that our rebuild
+// widens without merging rows that differ in a column we know).
+func keyNarrower(have, ref []string) bool {
+	if len(have) >= len(ref) {
+		return false
+	}
+	in := map[string]bool{}
+	for _, c := range ref {
+		in[c] = true
+	}
+	for _, c := range have {
+		if !in[c] {
+			return false
+		}
+	}
+	return true
 }
 
 // ensureTitleIndex creates idx_sessions_title_unique; when duplicate titles

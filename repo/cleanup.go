@@ -332,6 +332,9 @@ func (r *cleanupRepo) Vacuum(ctx context.Context, force bool) (VacuumResult, err
 	if r.db.Dialect != SQLite {
 		return VacuumResult{}, models.Errorf(models.ErrUnsupported, op, "VACUUM is managed by the PostgreSQL server")
 	}
+	if err := r.db.CheckWritable(op); err != nil {
+		return VacuumResult{}, err
+	}
 	v, err := r.pages(ctx)
 	if err != nil {
 		return v, mapErr(op, err)

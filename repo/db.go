@@ -44,6 +44,14 @@ type DB struct {
 	AfterWrite func(n int64)
 	// Budgets overrides the retry budget per kind (zero = the kind's default).
 	Budgets map[sqlitex.Kind]time.Duration
+	// ReadOnly, when not empty, makes every write fail with
+	// models.ErrUnsupported and this message (the store was opened
+	// read-only, or the file's schema is newer than ours).
+	ReadOnly string
+	// SchemaHint, when not empty, replaces the message of a read that
+	// failed because a table or column is missing (a read-only store on a
+	// file that was not upgraded yet): it says which command upgrades it.
+	SchemaHint string
 
 	writes  atomic.Int64
 	closed  atomic.Bool
@@ -114,6 +122,9 @@ func (d *DB) budget(k sqlitex.Kind) time.Duration {
 func (d *DB) Write(ctx context.Context, kind sqlitex.Kind, op string, fn func(tx *gorm.DB) error) error {
 	if d.closed.Load() {
 		return models.Errorf(models.ErrClosed, op, "the store is closed")
+	}
+	if d.ReadOnly != "" {
+		return models.Errorf(models.ErrUnsupported, op, "%s", d.ReadOnly)
 	}
 	if c := d.Corrupt(); c != nil {
 		return models.Wrap(models.ErrCorrupt, op, c, "an earlier write found the database file damaged; run `hermes-state doctor`")
@@ -214,9 +225,38 @@ func Read[T any](ctx context.Context, d *DB, op string, fn func(tx *gorm.DB) (T,
 		return err
 	})
 	if err != nil {
-		return zero, mapErr(op, err)
+		return zero, d.mapReadErr(op, err)
 	}
 	return out, nil
+}
+
+// CheckWritable returns the ErrUnsupported error of a read-only store for
+// op, or nil.
+func (d *DB) CheckWritable(op string) error {
+	if d.ReadOnly != "" {
+		return models.Errorf(models.ErrUnsupported, op, "%s", d.ReadOnly)
+	}
+	return nil
+}
+
+// mapReadErr is mapErr, except that a missing table or column on a store
+// with a SchemaHint says which command upgrades the file.
+func (d *DB) mapReadErr(op string, err error) error {
+	if d.SchemaHint != "" && isSchemaErr(err) {
+		return models.Wrap(models.ErrUnsupported, op, err, d.SchemaHint)
+	}
+	return mapErr(op, err)
+}
+
+// isSchemaErr reports whether err is SQLite's "no such table/column"
+// (SQLITE_ERROR, raised when a statement is compiled).
+func isSchemaErr(err error) bool {
+	var me *models.Error
+	if errors.As(err, &me) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "no such column") || strings.Contains(msg, "no such table")
 }
 
 // mapErr turns any error into a *models.Error without leaking SQL text into

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -120,9 +121,15 @@ func migrateCmd(a *app) *cobra.Command {
 				return err
 			}
 			if a.jsonOut {
-				return a.printJSON(map[string]any{"path": st.Path(), "location": st.Location(), "driver": st.Driver(), "schema_version": v, "pending": pending, "sqlite_version": st.SQLiteVersion(), "journal_mode": st.JournalMode(), "server_version": st.ServerVersion()})
+				if err := a.printJSON(map[string]any{"path": st.Path(), "location": st.Location(), "driver": st.Driver(), "schema_version": v, "pending": pending, "sqlite_version": st.SQLiteVersion(), "journal_mode": st.JournalMode(), "server_version": st.ServerVersion(), "newer_schema": st.NewerSchema() > 0}); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(a.out, "%s: Hermes schema version %d, %d migrations pending, %s\n", st.Location(), v, len(pending), st.Engine())
 			}
-			fmt.Fprintf(a.out, "%s: Hermes schema version %d, %d migrations pending, %s\n", st.Location(), v, len(pending), st.Engine())
+			if n := st.NewerSchema(); n > 0 {
+				return fmt.Errorf("%s has Hermes schema version %d, newer than %d: it was not migrated (nothing was changed); upgrade hermes-state to write to it (%w)", st.Location(), n, hs.HermesSchemaVersion, hs.ErrUnsupported)
+			}
 			return nil
 		},
 	}

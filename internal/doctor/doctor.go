@@ -94,7 +94,9 @@ type Options struct {
 	Path string
 	// Full runs PRAGMA integrity_check instead of quick_check.
 	Full bool
-	// JournalMode is the configured mode ("wal" when empty, or "delete").
+	// JournalMode is the configured mode ("wal" or "delete"). Empty means
+	// not configured: the file's own mode is then never a problem (a
+	// writable open would switch it to WAL, the default, and doctor says so).
 	JournalMode string
 	// WALWarnBytes is the WAL size above which doctor warns; default 64 MiB.
 	WALWarnBytes int64
@@ -102,11 +104,13 @@ type Options struct {
 
 // Report is what Check found.
 type Report struct {
-	Path              string    `json:"path"`
-	Full              bool      `json:"full"`
-	SQLiteVersion     string    `json:"sqlite_version"`
-	WALResetBug       bool      `json:"wal_reset_bug"`
-	JournalConfigured string    `json:"journal_mode_configured"`
+	Path              string `json:"path"`
+	Full              bool   `json:"full"`
+	SQLiteVersion     string `json:"sqlite_version"`
+	WALResetBug       bool   `json:"wal_reset_bug"`
+	JournalConfigured string `json:"journal_mode_configured"`
+	// JournalExplicit: the journal mode was configured, not defaulted.
+	JournalExplicit   bool      `json:"journal_mode_explicit"`
 	JournalMode       string    `json:"journal_mode"`
 	SchemaVersion     int       `json:"schema_version"`
 	PendingMigrations []string  `json:"pending_migrations"`
@@ -198,13 +202,14 @@ type state struct {
 // damaged file is not an error: the damage is reported as findings.
 func Check(ctx context.Context, opts Options) (*Report, error) {
 	start := time.Now()
-	if opts.JournalMode == "" {
+	explicit := opts.JournalMode != ""
+	if !explicit {
 		opts.JournalMode = "wal"
 	}
 	if opts.WALWarnBytes <= 0 {
 		opts.WALWarnBytes = 64 << 20
 	}
-	r := &Report{Path: opts.Path, Full: opts.Full, JournalConfigured: strings.ToLower(opts.JournalMode), Findings: []Finding{},
+	r := &Report{Path: opts.Path, Full: opts.Full, JournalConfigured: strings.ToLower(opts.JournalMode), JournalExplicit: explicit, Findings: []Finding{},
 		state: &state{badIndexes: map[string]bool{}, badFTS: map[string]string{}, missingCols: map[string][]migrations.Column{}, orphans: map[string]int64{}}}
 	defer func() { r.Elapsed = time.Since(start).Round(time.Millisecond).String() }()
 	st, err := os.Stat(opts.Path)
@@ -339,6 +344,7 @@ func (c *checker) run() {
 	c.versions()
 	c.collapseUnadopted()
 	c.repairMarkers()
+	c.newerSchema()
 }
 
 // collapseUnadopted replaces the schema warnings of a file whose migrations
@@ -380,7 +386,11 @@ func (c *checker) journal() {
 		r.add(CheckJournal, Error, "", "configure journal mode delete, or upgrade SQLite",
 			"the file is in WAL mode on a SQLite build with the WAL-reset bug")
 	}
-	if r.JournalMode != r.JournalConfigured {
+	if r.JournalMode != r.JournalConfigured && !r.JournalExplicit {
+		// Nobody configured a mode here: the file's mode was chosen by
+		// whoever made it (delete is the advice for network filesystems).
+		r.add(CheckJournal, Info, "", "", "journal mode %s, the file's own (no mode configured; a writable open switches a file to WAL unless journal mode delete is configured, e.g. --journal-mode delete)", r.JournalMode)
+	} else if r.JournalMode != r.JournalConfigured {
 		fix := FixRepair
 		msg := "the file is in journal mode %s but %s is configured"
 		if r.JournalMode == "wal" {
@@ -701,23 +711,50 @@ func (c *checker) versions() {
 		return
 	}
 	c.r.SchemaVersion = v
+	c.r.PendingMigrations = []string{}
+	if v > migrations.HermesSchemaVersion {
+		return // never migrated: see newerSchema
+	}
 	pending, err := migrations.Pending(c.ctx, g)
 	if err != nil {
 		c.r.add(CheckMigrations, Error, migrations.TableName, FixRecover, "cannot read the applied migrations: %s", describeErr(err))
 		return
 	}
-	c.r.PendingMigrations = pending
-	if pending == nil {
-		c.r.PendingMigrations = []string{}
+	if pending != nil {
+		c.r.PendingMigrations = pending
 	}
-	switch {
-	case len(pending) > 0:
+	if len(pending) > 0 {
 		c.r.add(CheckMigrations, Warning, "", FixMigrate, "schema version %d; adoption would run %s", v, strings.Join(pending, ", "))
-	case v > migrations.HermesSchemaVersion:
-		c.r.add(CheckMigrations, Info, "", "", "schema version %d is newer than %d (written by a newer Hermes); kept as is", v, migrations.HermesSchemaVersion)
-	default:
+	} else {
 		c.r.add(CheckMigrations, Info, "", "", "schema version %d, no migration pending", v)
 	}
+}
+
+// FixUpgrade is the advice for a file of a newer Hermes schema.
+const FixUpgrade = "upgrade hermes-state to a release that knows this schema version; until then it opens the file read-only"
+
+// newerSchema handles a file written by a newer Hermes (schema_version
+// above 30). This build never migrates, repairs or otherwise writes to it,
+// so its differences from v30 are information, and fixes that would write
+// to it are replaced by the advice to upgrade.
+func (c *checker) newerSchema() {
+	v := c.r.SchemaVersion
+	if v <= migrations.HermesSchemaVersion {
+		return
+	}
+	for i := range c.r.Findings {
+		f := &c.r.Findings[i]
+		switch {
+		case f.Check == CheckSchema && f.Severity == Warning, f.Check == CheckJournal && f.Severity == Warning:
+			f.Severity, f.Fix = Info, ""
+			f.Message = fmt.Sprintf("(schema v%d) %s", v, f.Message)
+		case f.Fix == FixRepair || f.Fix == FixMigrate:
+			f.Fix = FixUpgrade
+		}
+	}
+	c.r.add(CheckMigrations, Warning, "", FixUpgrade,
+		"schema version %d is newer than %d, the newest this hermes-state knows (written by a newer Hermes): it is opened read-only and never migrated or repaired; writes through hermes-state are refused",
+		v, migrations.HermesSchemaVersion)
 }
 
 func (c *checker) repairMarkers() {

@@ -12,6 +12,7 @@ import (
 	hfts "github.com/hermesstate/hermesstate/fts"
 
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
+	"github.com/hermesstate/hermesstate/migrations"
 	"github.com/hermesstate/hermesstate/models"
 )
 
@@ -22,7 +23,8 @@ const repairMarkerPrefix = "hermesstate_repair_fts:"
 // RepairOptions configures Repair.
 type RepairOptions struct {
 	Path string
-	// JournalMode is the configured mode ("wal" when empty).
+	// JournalMode is the configured mode; empty means not configured (the
+	// file's mode is left as it is).
 	JournalMode string
 	// DryRun lists the steps without running them.
 	DryRun bool
@@ -66,9 +68,6 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 	if opts.ChunkRows <= 0 {
 		opts.ChunkRows = 5000
 	}
-	if opts.JournalMode == "" {
-		opts.JournalMode = "wal"
-	}
 	before, err := Check(ctx, Options{Path: opts.Path, JournalMode: opts.JournalMode})
 	if err != nil {
 		return nil, err
@@ -78,6 +77,10 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 		if f.Severity != Info && f.Fix != FixRepair && f.Fix != "" {
 			rep.Unfixable = append(rep.Unfixable, f)
 		}
+	}
+	if before.SchemaVersion > migrations.HermesSchemaVersion {
+		return rep, models.Errorf(models.ErrUnsupported, "repair", "%s has Hermes schema version %d, newer than %d, the newest this hermes-state knows: it is never repaired by this build (nothing was changed); upgrade hermes-state",
+			opts.Path, before.SchemaVersion, migrations.HermesSchemaVersion)
 	}
 	if before.state.unreadable {
 		return rep, models.Errorf(models.ErrCorrupt, "repair", "%s has page-level damage that repair must not write over; salvage it with `hermes-state recover --from %s --to NEW`", opts.Path, opts.Path)

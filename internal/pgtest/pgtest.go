@@ -71,3 +71,37 @@ func Drop(t testing.TB, dsn, schema string) {
 		t.Errorf("drop schema %s: %v", schema, err)
 	}
 }
+
+// Exec runs statements on a plain connection to dsn, failing t on error.
+func Exec(t testing.TB, dsn string, stmts ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for _, s := range stmts {
+		if _, err := c.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// QueryInt runs q (one row, one integer column) on a plain connection.
+func QueryInt(t testing.TB, dsn, q string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var n int64
+	if err := c.QueryRow(ctx, q).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -41,11 +42,35 @@ type ConnConfig struct {
 	// combined with _time_format, which silently disables _txlock in the
 	// driver; DSN never emits _time_format.
 	Immediate bool
+	// ReadOnly opens the file with SQLite's mode=ro: the database file is
+	// opened for reading only and never created. Only URI renders it.
+	ReadOnly bool
+}
+
+// URI renders the settings as a file: URI (the absolute path,
+// percent-escaped, so any file name works) with the _pragma parameters of
+// DSN, plus mode=ro when ReadOnly. It fails only when the working directory
+// cannot be read to make the path absolute.
+func (c ConnConfig) URI() (string, error) {
+	abs, err := filepath.Abs(c.Path)
+	if err != nil {
+		return "", err
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+	q := c.query()
+	if c.ReadOnly {
+		q.Set("mode", "ro")
+	}
+	return "file://" + u.EscapedPath() + "?" + q.Encode(), nil
 }
 
 // DSN renders the settings as a driver DSN: the path followed by _pragma
 // parameters (applied on every new connection) and _txlock.
 func (c ConnConfig) DSN() string {
+	return c.Path + "?" + c.query().Encode()
+}
+
+func (c ConnConfig) query() url.Values {
 	q := url.Values{}
 	bt := c.BusyTimeout
 	if bt < 0 {
@@ -70,7 +95,7 @@ func (c ConnConfig) DSN() string {
 	if c.Immediate {
 		q.Set("_txlock", "immediate")
 	}
-	return c.Path + "?" + q.Encode()
+	return q
 }
 
 // Version is a parsed SQLite library version.

@@ -1,0 +1,228 @@
+// Package fixturetest gives tests of every package the Hermes-made fixture
+// files (../shared/fixtures beside the repository, or
+// $HERMESSTATE_FIXTURES) as private copies, and the file surgery the
+// robustness tests need: a "newer Hermes" file, file hashes, directory
+// listings. It is imported by tests only.
+package fixturetest
+
+import (
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	_ "github.com/glebarez/go-sqlite" // the "sqlite" database/sql driver
+)
+
+// Dir returns the fixtures folder: $HERMESSTATE_FIXTURES, else
+// shared/fixtures beside the repository (looked up from the test's working
+// directory, up to four levels, so package directories and git worktrees
+// find it).
+func Dir() string {
+	if d := os.Getenv("HERMESSTATE_FIXTURES"); d != "" {
+		return d
+	}
+	up := ""
+	for i := 0; i < 5; i++ {
+		up = filepath.Join(up, "..")
+		d := filepath.Join(up, "shared", "fixtures")
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return filepath.Join("..", "shared", "fixtures")
+}
+
+// Path returns the path of fixture name (e.g. "hermes-v30.db"). Without
+// the folder the test is skipped, except under CI, where it fails.
+func Path(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(Dir(), name)
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("fixture %s missing: CI must run with ../shared beside the repository", p)
+		}
+		t.Skipf("no Hermes fixture %s (set HERMESSTATE_FIXTURES or put ../shared beside the repository)", p)
+	}
+	return p
+}
+
+// Names returns the file names of every fixture .db, sorted.
+func Names(t testing.TB) []string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(Dir(), "hermes-v*.db"))
+	if len(m) == 0 {
+		Path(t, "hermes-v30.db") // skips or fails with the reason
+	}
+	var out []string
+	for _, p := range m {
+		out = append(out, filepath.Base(p))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Copy copies fixture name into a new temporary directory as state.db
+// (mode 0600) and returns the copy's path.
+func Copy(t testing.TB, name string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "state.db")
+	CopyFile(t, Path(t, name), dst)
+	return dst
+}
+
+// CopyFile copies src to the new file dst (mode 0600).
+func CopyFile(t testing.TB, src, dst string) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// SHA256 returns the hex SHA-256 of the file at path.
+func SHA256(t testing.TB, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Listing returns "name mode" for every entry of dir, sorted: what a test
+// compares to prove nothing was created, removed or chmod-ed.
+func Listing(t testing.TB, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		st, err := os.Lstat(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e.Name()+" "+st.Mode().String())
+	}
+	return out
+}
+
+// Raw opens a plain database/sql connection to path (no hermesstate).
+func Raw(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// Exec runs statements on a raw connection to path and closes it.
+func Exec(t testing.TB, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// WidenUsageKey rebuilds session_model_usage of the file at path the way a
+// newer Hermes might: one more column, region, which is part of the primary
+// key, and every existing row stored twice, once per region ('eu', 'us'), so
+// the rows differ only in the new key column. It returns the row count after
+// (twice the count before). The file's schema_version is left as it is.
+func WidenUsageKey(t testing.TB, path string) int {
+	t.Helper()
+	db := Raw(t, path)
+	var create string
+	if err := db.QueryRow("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'session_model_usage'").Scan(&create); err != nil {
+		t.Fatal(err)
+	}
+	i := strings.LastIndex(create, "PRIMARY KEY (")
+	j := strings.LastIndex(create, ")")
+	if i < 0 || j < 0 {
+		t.Fatalf("unexpected DDL of session_model_usage: %s", create)
+	}
+	key := create[i+len("PRIMARY KEY (") : strings.Index(create[i:], ")")+i]
+	create = create[:i] + "region TEXT NOT NULL DEFAULT '',\n    PRIMARY KEY (" + key + ", region)" + create[j:]
+	create = strings.Replace(create, "session_model_usage", "session_model_usage_v31", 1)
+	var idx []string
+	rows, err := db.Query("SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'session_model_usage' AND sql IS NOT NULL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		idx = append(idx, s)
+	}
+	rows.Close()
+	stmts := []string{"BEGIN", create,
+		"INSERT INTO session_model_usage_v31 SELECT *, 'eu' FROM session_model_usage",
+		"INSERT INTO session_model_usage_v31 SELECT *, 'us' FROM session_model_usage",
+		"DROP TABLE session_model_usage",
+		"ALTER TABLE session_model_usage_v31 RENAME TO session_model_usage"}
+	stmts = append(stmts, idx...)
+	stmts = append(stmts, "COMMIT")
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM session_model_usage").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	return n
+}
+
+// MakeNewer turns the file at path into one written by a newer Hermes:
+// WidenUsageKey, a table of its own, and schema_version = version. It
+// returns the usage row count.
+func MakeNewer(t testing.TB, path string, version int) int {
+	t.Helper()
+	n := WidenUsageKey(t, path)
+	Exec(t, path,
+		"CREATE TABLE hermes_v31_only (id INTEGER PRIMARY KEY, note TEXT)",
+		"INSERT INTO hermes_v31_only (note) VALUES ('kept')",
+		"UPDATE schema_version SET version = "+itoa(version))
+	return n
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
