@@ -32,6 +32,10 @@ func init() { commands = append(commands, stressCmd, stressWorkerCmd) }
 // can re-execute whichever binary it runs in.
 const runMainEnv = "HERMES_STATE_RUN_MAIN"
 
+// stressStoreEnv passes a PostgreSQL DSN to the workers (the environment is
+// readable by the same user only, a command line by everyone).
+const stressStoreEnv = "HERMES_STATE_STRESS_DSN"
+
 // StressReport is the JSON the stress command prints.
 type StressReport struct {
 	DB             string `json:"db"`
@@ -219,7 +223,15 @@ func runStress(ctx context.Context, a *app, o stressOpts) (*StressReport, error)
 		st.Close()
 		return nil, err
 	}
-	path := st.Path()
+	// The workers open exactly this store: the file, or the PostgreSQL DSN
+	// (passed in the environment, not on a command line others can read)
+	// and schema.
+	path, where := st.Path(), []string{"--db", st.Path()}
+	env := append(os.Environ(), runMainEnv+"=1")
+	if st.Driver() == hs.DriverPostgres {
+		path, where = st.Location(), []string{"--schema", st.Schema()}
+		env = append(env, stressStoreEnv+"="+cfg.DSN)
+	}
 	if err := st.Close(); err != nil {
 		return nil, err
 	}
@@ -233,10 +245,15 @@ func runStress(ctx context.Context, a *app, o stressOpts) (*StressReport, error)
 	workers := make([]*stressWorker, o.procs)
 	for i := range workers {
 		w := &stressWorker{n: i, lines: make(chan workerLine, 1024)}
-		w.cmd = exec.CommandContext(wctx, exe, "--db", path, "stress-worker", "--run", run, "--worker", strconv.Itoa(i),
+		args := append(append([]string{}, where...), "stress-worker", "--run", run, "--worker", strconv.Itoa(i),
 			"--appends", strconv.Itoa(o.appends), "--busy-timeout", o.busy.String(), "--shared", shared.ID,
 			"--search-every", strconv.Itoa(o.readEvery))
-		w.cmd.Env = append(os.Environ(), runMainEnv+"=1")
+		w.cmd = exec.CommandContext(wctx, exe, args...)
+		w.cmd.Env = env
+		// A worker dies with this process (Linux), and exits on its own
+		// when its stdin, which this process holds open until the worker
+		// is done, reaches EOF (everywhere).
+		w.cmd.SysProcAttr = workerSysProcAttr()
 		w.cmd.Stderr = &w.stderr
 		out, err := w.cmd.StdoutPipe()
 		if err != nil {
@@ -278,7 +295,6 @@ func runStress(ctx context.Context, a *app, o stressOpts) (*StressReport, error)
 	start := time.Now()
 	for _, w := range workers {
 		_, _ = io.WriteString(w.stdin, "go\n")
-		_ = w.stdin.Close()
 	}
 	type key struct{ w, seq int }
 	acked := map[key]bool{}
@@ -316,6 +332,9 @@ func runStress(ctx context.Context, a *app, o stressOpts) (*StressReport, error)
 	wg.Wait()
 	elapsed := time.Since(start)
 	for _, w := range workers {
+		_ = w.stdin.Close()
+	}
+	for _, w := range workers {
 		if err := w.cmd.Wait(); err != nil {
 			rep.WorkerFailures = append(rep.WorkerFailures, fmt.Sprintf("worker %d: %v: %s", w.n, err, tail(w.stderr.String())))
 		}
@@ -347,9 +366,7 @@ func runStress(ctx context.Context, a *app, o stressOpts) (*StressReport, error)
 	}
 
 	// Verify the file.
-	vcfg := a.config()
-	vcfg.Path = path
-	vst, err := hs.Open(ctx, vcfg)
+	vst, err := hs.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -421,7 +438,11 @@ func stressWorkerCmd(a *app) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			if dsn := os.Getenv(stressStoreEnv); dsn != "" {
+				a.dbPath = dsn
+			}
 			cfg := a.config()
 			cfg.BusyTimeout = busy
 			st, err := hs.Open(ctx, cfg)
@@ -440,11 +461,21 @@ func stressWorkerCmd(a *app) *cobra.Command {
 				_ = out.Flush()
 			}
 			emit(workerLine{T: "ready", Session: own.ID})
-			if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+			in := bufio.NewReader(os.Stdin)
+			if _, err := in.ReadString('\n'); err != nil {
 				return fmt.Errorf("stress-worker: no go signal: %w", err)
 			}
+			// The parent holds stdin open until this worker is done: EOF
+			// means it is gone, and so must this worker be.
+			go func() {
+				_, _ = io.Copy(io.Discard, in)
+				cancel()
+			}()
 			lastAck, lastID := -1, int64(0)
 			for seq := 0; seq < appends; seq++ {
+				if ctx.Err() != nil {
+					return fmt.Errorf("stress-worker: the stress process is gone; stopping after %d appends", seq)
+				}
 				sid := own.ID
 				if seq%2 == 1 && shared != "" {
 					sid = shared
