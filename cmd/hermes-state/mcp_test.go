@@ -113,7 +113,7 @@ func TestMCPStdioProcess(t *testing.T) {
 	require.Equal(t, mcpserver.Name, init["serverInfo"].(map[string]any)["name"])
 	require.Contains(t, init["capabilities"], "tools")
 	require.Contains(t, init["capabilities"], "resources")
-	require.Contains(t, init["instructions"], "read-only")
+	require.Contains(t, init["instructions"], "No tool writes")
 	r.send(map[string]any{"method": "notifications/initialized", "params": map[string]any{}})
 
 	r.send(map[string]any{"id": 2, "method": "tools/list", "params": map[string]any{}})

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,12 +47,24 @@ func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, props map[string]prop, f
 		if err != nil {
 			return errorResult(toolError(err)), nil
 		}
-		b, err := json.Marshal(v)
+		b, err := marshal(v)
 		if err != nil {
 			return errorResult(fmt.Errorf("internal error in %s: %v", t.Name, err)), nil
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}, nil
 	})
+}
+
+// marshal encodes v as JSON without HTML escaping: a model reads the text
+// content as it is, and ">>>term<<<" must not arrive as \u003e\u003e\u003e.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 func errorResult(err error) *mcp.CallToolResult {

@@ -80,17 +80,14 @@ func (s *server) conversation(ctx context.Context, in ConversationInput) (Conver
 }
 
 // window returns the replay items offset..offset+limit of session id and
-// the number of messages of its live transcript.
+// the number of messages of its live transcript, reading only that window
+// from the store (limit at most repo.MaxPageLimit).
 func (s *server) window(ctx context.Context, id string, offset, limit int, opt repo.ConversationOptions) ([]repo.ConversationItem, int, error) {
-	all, err := s.st.Messages().Conversation(ctx, id, opt)
+	p, err := s.st.Messages().Page(ctx, id, repo.PageOptions{Offset: offset, Limit: min(limit, repo.MaxPageLimit)})
 	if err != nil {
 		return nil, 0, err
 	}
-	if offset >= len(all) {
-		return nil, len(all), nil
-	}
-	end := min(offset+limit, len(all))
-	return all[offset:end], len(all), nil
+	return repo.ToConversation(p.Messages, opt), int(p.Total), nil
 }
 
 // pageItem converts a replay item to the map a page carries (the item's

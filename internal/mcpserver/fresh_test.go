@@ -35,7 +35,7 @@ const (
 // seed writes a fresh store's scenario through the library: a CLI session
 // of 150 messages (one of 300 KiB, some of 3 KiB, tool calls, the word
 // "zebrafinch" once), a later Telegram session, and a child of the first.
-func seed(t *testing.T, st *hs.Store) scenario {
+func seed(t testing.TB, st *hs.Store) scenario {
 	t.Helper()
 	ctx := context.Background()
 	var sc scenario

@@ -71,7 +71,7 @@ func fixtureNames(t *testing.T) []string {
 	return out
 }
 
-func openSQLite(t *testing.T, path string) *hs.Store {
+func openSQLite(t testing.TB, path string) *hs.Store {
 	t.Helper()
 	st, err := hs.Open(context.Background(), hs.Config{Path: path})
 	require.NoError(t, err)
@@ -81,7 +81,7 @@ func openSQLite(t *testing.T, path string) *hs.Store {
 
 // connect serves st with opt to an in-process client of the same SDK over
 // in-memory transports.
-func connect(t *testing.T, st *hs.Store, opt mcpserver.Options) *mcp.ClientSession {
+func connect(t testing.TB, st *hs.Store, opt mcpserver.Options) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	srv := mcpserver.New(st, opt)

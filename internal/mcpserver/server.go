@@ -89,7 +89,7 @@ func instructions(write bool) string {
 	if write {
 		b.WriteString(" Writes are enabled: set_title renames a session, append_note adds a note message to it.")
 	} else {
-		b.WriteString(" The store is served read-only.")
+		b.WriteString(" No tool writes to the store.")
 	}
 	return b.String()
 }
