@@ -40,3 +40,8 @@ func (s *Store) Transcript() repo.Transcript { return repo.NewTranscript(s.db) }
 // Rewind returns the rewind repository (active ids, rewind to a message or
 // a user turn).
 func (s *Store) Rewind() repo.Rewind { return repo.NewRewind(s.db) }
+
+// Compaction returns the compaction and resume repository (watermark,
+// archive_and_compact, resume conversations and counts, resume target,
+// conversation root, fork-child test).
+func (s *Store) Compaction() repo.Compaction { return repo.NewCompaction(s.db) }

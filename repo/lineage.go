@@ -39,7 +39,10 @@ type Lineage interface {
 	// the prefix is ambiguous.
 	ResolveID(ctx context.Context, idOrPrefix string) (string, error)
 	// ResolveResume resolves idOrPrefix like ResolveID and returns the
-	// compression tip of the match: the session a resume continues.
+	// session a resume continues, as Hermes' resolve_resume_session_id:
+	// the compression tip of the match, then its deepest descendant that
+	// holds messages (branch, delegate, reset and tool children are not
+	// followed).
 	ResolveResume(ctx context.Context, idOrPrefix string) (string, error)
 	// SetArchived, SetPinned and SetHidden set the flag on the whole
 	// compression lineage of id (pinning also unhides, except a hidden
@@ -265,7 +268,7 @@ func (r *lineageRepo) ResolveResume(ctx context.Context, s string) (string, erro
 		if err != nil {
 			return "", err
 		}
-		return compressionTip(tx, r.db, id)
+		return resolveResume(tx, r.db, id)
 	})
 }
 

@@ -58,8 +58,9 @@ type Messages interface {
 	// get_messages). ErrNotFound when the session does not exist.
 	List(ctx context.Context, sessionID string) ([]models.Message, error)
 	// Conversation returns the active messages in the OpenAI format Hermes
-	// replays (get_messages_as_conversation). ErrNotFound when the session
-	// does not exist.
+	// replays (get_messages_as_conversation), with its include_ancestors /
+	// include_inactive / include_compacted / include_row_ids options.
+	// ErrNotFound when the session does not exist.
 	Conversation(ctx context.Context, sessionID string, opt ConversationOptions) ([]ConversationItem, error)
 	// Count returns the number of messages, of one session when sessionID
 	// is not empty.
@@ -446,6 +447,19 @@ type ConversationOptions struct {
 	// memory note in user and assistant text (by default they are removed,
 	// as Hermes' context scrubber does before a replay).
 	KeepMemoryContext bool
+	// IncludeAncestors replays the session's lineage (its parent chain,
+	// root first; an explicit /branch copy stands alone), dropping a user
+	// message the lineage replays twice (compaction.go).
+	IncludeAncestors bool
+	// IncludeInactive also replays rewound and archived rows;
+	// IncludeCompacted replays the display history (live rows plus rows
+	// archived by compaction, each logical message once).
+	IncludeInactive, IncludeCompacted bool
+	// IncludeRowIDs adds each row's id as _row_id.
+	IncludeRowIDs bool
+	// IncludeSummaryMarkers adds _compressed_summary: true to compaction
+	// summary rows.
+	IncludeSummaryMarkers bool
 }
 
 // ConversationItem is one message in the replay format. Optional fields are
@@ -455,6 +469,8 @@ type ConversationItem struct {
 	Role                string      `json:"role"`
 	Content             any         `json:"content"`
 	DBPersisted         bool        `json:"_db_persisted"`
+	RowID               int64       `json:"_row_id,omitempty"`
+	CompressedSummary   bool        `json:"_compressed_summary,omitempty"`
 	APIContent          string      `json:"api_content,omitempty"`
 	DisplayKind         string      `json:"display_kind,omitempty"`
 	DisplayMetadata     models.JSON `json:"display_metadata,omitempty"`
@@ -507,6 +523,12 @@ func ToConversation(msgs []models.Message, opt ConversationOptions) []Conversati
 		if !m.DisplayMetadata.IsNull() {
 			it.DisplayMetadata = m.DisplayMetadata
 		}
+		if opt.IncludeRowIDs {
+			it.RowID = m.ID
+		}
+		if opt.IncludeSummaryMarkers && m.CompressedSummary != 0 {
+			it.CompressedSummary = true
+		}
 		if !m.ToolCalls.IsNull() {
 			it.ToolCalls = m.ToolCalls
 		}
@@ -529,6 +551,9 @@ func ToConversation(msgs []models.Message, opt ConversationOptions) []Conversati
 		}
 		out = append(out, it)
 	}
+	if opt.IncludeAncestors {
+		out = dedupeReplayedUsers(out)
+	}
 	return blankStaleMarkers(stripReviewHarness(out))
 }
 
@@ -536,6 +561,9 @@ func (r *messageRepo) Conversation(ctx context.Context, sessionID string, opt Co
 	const op = "messages.conversation"
 	if err := checkID(op, sessionID); err != nil {
 		return nil, err
+	}
+	if opt.IncludeAncestors || opt.IncludeInactive || opt.IncludeCompacted {
+		return conversationWith(ctx, r.db, op, sessionID, opt)
 	}
 	msgs, err := Read(ctx, r.db, op, func(tx *gorm.DB) ([]models.Message, error) {
 		return listActive(tx, op, sessionID)
