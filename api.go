@@ -45,3 +45,13 @@ func (s *Store) Rewind() repo.Rewind { return repo.NewRewind(s.db) }
 // archive_and_compact, resume conversations and counts, resume target,
 // conversation root, fork-child test).
 func (s *Store) Compaction() repo.Compaction { return repo.NewCompaction(s.db) }
+
+// SessionState returns the per-session state repository (ensure, model and
+// model_config updates, cwd and git metadata, tools[] pin, activity labels,
+// reset promotion, read watermark, recoverable un-archive, bulk archive,
+// lifecycle statuses).
+func (s *Store) SessionState() repo.SessionState { return repo.NewSessionState(s.db) }
+
+// Lookup returns the lookup repository (search by id, one enriched row, a
+// cron job's runs).
+func (s *Store) Lookup() repo.Lookup { return repo.NewLookup(s.db) }

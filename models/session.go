@@ -7,6 +7,8 @@
 // a struct gives the dict Hermes' get_session / get_messages return.
 package models
 
+import "strings"
+
 // Session is one row of the sessions table.
 type Session struct {
 	ID                              string   `gorm:"column:id;type:TEXT;primaryKey" json:"id"`
@@ -70,10 +72,30 @@ type Session struct {
 	Hidden                          int64    `gorm:"column:hidden;type:INTEGER;not null;default:0" json:"hidden"`
 	LastReadAt                      *Epoch   `gorm:"column:last_read_at;type:REAL" json:"last_read_at"`
 	ToolNames                       JSONText `gorm:"column:tool_names;type:TEXT;serializer:pyjson" json:"tool_names"`
+
+	// ResetFrom and BranchedFrom are not columns: they are the /new and
+	// /branch markers of model_config ($._reset_from, $._branched_from)
+	// lifted onto the session dict, as Hermes' _session_row_dict does, so a
+	// reader that drops model_config can still tell a reset sibling from a
+	// fork. Set by LiftMarkers; empty when absent.
+	ResetFrom    string `gorm:"-" json:"_reset_from,omitempty"`
+	BranchedFrom string `gorm:"-" json:"_branched_from,omitempty"`
 }
 
 // TableName implements GORM's Tabler.
 func (Session) TableName() string { return "sessions" }
+
+// LiftMarkers fills ResetFrom and BranchedFrom from model_config: each is
+// set when model_config is a JSON object whose key holds a non-blank
+// string (trimmed).
+func (s *Session) LiftMarkers() {
+	if v, ok := JSONGetString(s.ModelConfig, "_reset_from"); ok && strings.TrimSpace(v) != "" {
+		s.ResetFrom = strings.TrimSpace(v)
+	}
+	if v, ok := JSONGetString(s.ModelConfig, "_branched_from"); ok && strings.TrimSpace(v) != "" {
+		s.BranchedFrom = strings.TrimSpace(v)
+	}
+}
 
 // SystemPromptRow is one row of system_prompts: a prompt deduplicated by the
 // lowercase hex SHA-256 of its UTF-8 bytes.

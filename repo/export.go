@@ -99,6 +99,7 @@ func (r *portRepo) Session(ctx context.Context, id string) (*ExportedSession, er
 		if err := resolvePrompt(tx, s); err != nil {
 			return nil, err
 		}
+		s.LiftMarkers()
 		ms, err := listActive(tx, op, id)
 		if err != nil {
 			return nil, err
@@ -179,6 +180,7 @@ func (r *portRepo) streamSession(ctx context.Context, op, id string, head func(*
 		if err := resolvePrompt(tx, s); err != nil {
 			return struct{}{}, err
 		}
+		s.LiftMarkers()
 		if err := head(s); err != nil {
 			return struct{}{}, err
 		}

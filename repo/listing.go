@@ -43,6 +43,13 @@ type RichOptions struct {
 	IncludePinned bool
 	// IncludeHidden also lists hidden sessions.
 	IncludeHidden bool
+	// IDQuery keeps rows whose id, or the id of any session of their
+	// forward compression chain, contains it (case-insensitively).
+	// SearchQuery does the same over ids and titles, also matching a
+	// title with its punctuation and spaces removed ("an94" finds
+	// "AN-94"). Hermes honours both only with OrderByLastActive;
+	// hermesstate applies them to every order (lookup.go).
+	IDQuery, SearchQuery string
 }
 
 // CountOptions filters Listing.Count (Hermes' session_count); it counts the
@@ -346,6 +353,7 @@ const tipCols = `t.id AS t_id, t.ended_at AS tip_ended_at, t.end_reason AS tip_e
 func (row *richRow) toRich(project bool) RichSession {
 	out := RichSession{Session: row.Session, Preview: ShapePreview(row.Preview)}
 	out.SystemPrompt = row.PromptResolved
+	out.LiftMarkers()
 	if row.LastActive != nil {
 		out.LastActive = *row.LastActive
 	}
@@ -390,6 +398,11 @@ func (r *listingRepo) Rich(ctx context.Context, opt RichOptions) ([]RichSession,
 		opt.MinMessageCount, opt.ArchivedOnly, opt.IncludeArchived)
 	if !opt.IncludeHidden && !opt.ArchivedOnly {
 		f.add("s.hidden = 0")
+	}
+	if opt.IDQuery != "" || opt.SearchQuery != "" {
+		if err := d.addChainSearch(op, f, opt.IDQuery, opt.SearchQuery); err != nil {
+			return nil, err
+		}
 	}
 	project := !opt.NoProjectCompressionTips && !opt.IncludeChildren
 	return Read(ctx, d, op, func(tx *gorm.DB) ([]RichSession, error) {

@@ -37,6 +37,17 @@ type Meta interface {
 	Delete(ctx context.Context, key string) (bool, error)
 	// All returns every key and value (NULL as "").
 	All(ctx context.Context) (map[string]string, error)
+	// ListPrefix returns the keys starting with prefix (a literal: LIKE
+	// wildcards are escaped; ASCII case-insensitive as SQLite's LIKE) and
+	// their values, ordered by key (Hermes' list_meta_prefix, e.g.
+	// "loop:<session_id>" rows). An empty prefix lists nothing.
+	ListPrefix(ctx context.Context, prefix string) ([]MetaEntry, error)
+}
+
+// MetaEntry is one state_meta row.
+type MetaEntry struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 type metaRepo struct{ db *DB }
@@ -179,6 +190,27 @@ func (r *metaRepo) All(ctx context.Context) (map[string]string, error) {
 		out := make(map[string]string, len(rows))
 		for _, m := range rows {
 			out[m.Key] = deref(m.Value)
+		}
+		return out, nil
+	})
+}
+
+func (r *metaRepo) ListPrefix(ctx context.Context, prefix string) ([]MetaEntry, error) {
+	const op = "meta.list_prefix"
+	if prefix == "" {
+		return []MetaEntry{}, nil
+	}
+	if err := checkText(op, "prefix", prefix); err != nil {
+		return nil, err
+	}
+	return Read(ctx, r.db, op, func(tx *gorm.DB) ([]MetaEntry, error) {
+		var rows []models.StateMeta
+		if err := tx.Where("key "+r.db.likeCI()+" ? ESCAPE '\\'", EscapeLike(prefix)+"%").Order("key").Find(&rows).Error; err != nil {
+			return nil, err
+		}
+		out := make([]MetaEntry, 0, len(rows))
+		for _, m := range rows {
+			out = append(out, MetaEntry{Key: m.Key, Value: deref(m.Value)})
 		}
 		return out, nil
 	})

@@ -49,7 +49,8 @@ type Sessions interface {
 	// does not exist.
 	Create(ctx context.Context, s NewSession) (*models.Session, error)
 	// Get returns the session with system_prompt resolved through
-	// system_prompts, or ErrNotFound.
+	// system_prompts and the _reset_from / _branched_from markers lifted
+	// out of model_config, or ErrNotFound.
 	Get(ctx context.Context, id string) (*models.Session, error)
 	// End stamps ended_at and end_reason if the session is not ended yet
 	// (the first reason wins). It reports whether it wrote; ErrNotFound when
@@ -146,6 +147,7 @@ func (r *sessionRepo) Get(ctx context.Context, id string) (*models.Session, erro
 		if err != nil {
 			return nil, err
 		}
+		s.LiftMarkers()
 		return s, resolvePrompt(tx, s)
 	})
 }

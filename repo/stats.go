@@ -73,8 +73,10 @@ type SessionTokens struct {
 // Usage records auxiliary usage and reads usage statistics.
 type Usage interface {
 	// RecordAuxiliary upserts the usage row of (session, route, task) for
-	// an auxiliary call; the session totals are not touched. ErrInvalid
-	// without a task, ErrNotFound when the session does not exist.
+	// an auxiliary call; the session totals are not touched. A missing
+	// session row is created as a placeholder (source 'unknown', replaced
+	// by the creator's real source later), as Hermes does. ErrInvalid
+	// without a task.
 	RecordAuxiliary(ctx context.Context, sessionID string, u AuxUsage) error
 	// Rows returns a session's attribution rows (model, route, task).
 	Rows(ctx context.Context, sessionID string) ([]models.SessionModelUsage, error)
@@ -85,6 +87,17 @@ type Usage interface {
 	// TopSessions returns the n sessions (0 = 10) with most input+output
 	// tokens.
 	TopSessions(ctx context.Context, n int, f StatsFilter) ([]SessionTokens, error)
+	// Totals sums tokens (input + output) and spend (actual cost, else the
+	// estimate) over root sessions (usage_totals.go).
+	Totals(ctx context.Context, opt TotalsOptions) (Totals, error)
+	// AuxiliaryByTask sums the auxiliary usage rows (task <> '') of the
+	// session's lineage per task: its parent chain from the root, cut at
+	// the nearest explicit /branch copy (a branch owns its spend).
+	AuxiliaryByTask(ctx context.Context, sessionID string) (map[string]AuxTotals, error)
+	// RecentModelRoute returns the most recently used main-loop route
+	// (model and billing route of one attribution row, task '', known
+	// model and provider), nil when there is none.
+	RecentModelRoute(ctx context.Context, sessionID string) (*ModelRoute, error)
 }
 
 type usageRepo struct{ db *DB }
@@ -129,12 +142,11 @@ func (r *usageRepo) RecordAuxiliary(ctx context.Context, id string, u AuxUsage) 
 		set["cost_source"] = u.CostSource
 	}
 	return r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
-		ok, err := sessionExists(tx, id)
-		if err != nil {
+		if err := lockSession(tx, id); err != nil {
 			return err
 		}
-		if !ok {
-			return models.Errorf(models.ErrNotFound, op, "session %q does not exist", id)
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&models.Session{ID: id, Source: "unknown", StartedAt: now}).Error; err != nil {
+			return err
 		}
 		return tx.Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "session_id"}, {Name: "model"}, {Name: "billing_provider"}, {Name: "billing_base_url"}, {Name: "billing_mode"}, {Name: "task"}},

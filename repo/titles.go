@@ -301,6 +301,7 @@ func (r *titleRepo) ByTitle(ctx context.Context, title string) (*models.Session,
 		if len(s) == 0 {
 			return nil, models.Errorf(models.ErrNotFound, op, "no session is titled %q", title)
 		}
+		s[0].LiftMarkers()
 		return &s[0], resolvePrompt(tx, &s[0])
 	})
 }
