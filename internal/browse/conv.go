@@ -33,13 +33,16 @@ type conv struct {
 	height   int   // body height of the last layout
 	err      error
 
+	// wantLo..wantHi are the windows the view needs (set by need).
+	wantLo, wantHi int64
+
 	// loads counts windows received (tests check that a long session is
 	// never read whole).
 	loads int
 }
 
 func newConv(gen int, r row, opt Options, width int) *conv {
-	return &conv{gen: gen, id: r.id, title: r.title, source: r.source, opt: opt, width: width, total: -1,
+	return &conv{gen: gen, id: r.id, title: r.title, source: r.source, opt: opt, width: width, total: -1, wantLo: -1, wantHi: -1,
 		pages: map[int64][]models.Message{}, used: map[int64]int64{}, loading: map[int64]bool{},
 		cache: map[int64][]string{}, jumping: r.msgID > 0, hitID: r.msgID}
 }
@@ -166,6 +169,7 @@ func (c *conv) need(height int) []pageReq {
 	const margin = 50
 	lo := max(0, c.top-margin)
 	hi := min(c.total-1, c.top+int64(height)+margin)
+	c.wantLo, c.wantHi = lo/c.ps(), hi/c.ps()
 	var out []pageReq
 	for p := lo / c.ps(); p <= hi/c.ps(); p++ {
 		if _, ok := c.pages[p]; ok {
@@ -188,12 +192,17 @@ func (c *conv) need(height int) []pageReq {
 	return out
 }
 
-// evict drops the windows farthest from the position beyond MaxWindows.
+// evict drops the windows farthest from the position beyond MaxWindows,
+// never one the view needs now (so a small MaxWindows cannot make windows
+// be read again and again).
 func (c *conv) evict() {
 	for len(c.pages) > c.opt.MaxWindows {
 		at := c.top / c.ps()
 		far, farDist := int64(-1), int64(-1)
 		for p := range c.pages {
+			if p >= c.wantLo && p <= c.wantHi {
+				continue
+			}
 			d := p - at
 			if d < 0 {
 				d = -d
@@ -201,6 +210,9 @@ func (c *conv) evict() {
 			if d > farDist || (d == farDist && c.used[p] < c.used[far]) {
 				far, farDist = p, d
 			}
+		}
+		if far < 0 {
+			return // every window held is in view
 		}
 		delete(c.pages, far)
 		delete(c.used, far)

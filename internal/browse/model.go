@@ -237,6 +237,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.width, m.height = msg.Width, msg.Height
 		m.input.SetWidth(max(10, m.width-len(m.input.Prompt)-2))
 		m.prompt.SetWidth(max(10, m.width-len(m.prompt.Prompt)-2))
+		m.clampCursor()
 		if m.conv != nil {
 			m.conv.resize(m.width)
 			return m, m.convFollowUp()

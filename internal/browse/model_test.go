@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/pgtest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -514,4 +515,73 @@ func TestCleanText(t *testing.T) {
 	require.Equal(t, "a b c", oneLine("  a\n\nb   c "))
 	require.Equal(t, "ok_id_x", fileSafe("ok/id x"))
 	require.Equal(t, "session", fileSafe("..."))
+}
+
+// TestSmallWindows: windows much smaller than the screen are all kept
+// while in view (never evicted and read again in a loop), and walking the
+// whole session still reads each window about once.
+func TestSmallWindows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	w := openStore(t, path, false)
+	fillSession(t, w, "s", "cli", 600, 1767225600, rand.New(rand.NewSource(3)))
+	require.NoError(t, w.Close())
+	st := openStore(t, path, true)
+	d := newDriver(t, Options{Store: st, PageSize: 10, MaxWindows: 3})
+	d.key("enter")
+	c := d.m.conv
+	require.Contains(t, d.screen(), "message 0:")
+	d.key("G")
+	require.Contains(t, d.screen(), "#600")
+	d.key("g")
+	require.Contains(t, d.screen(), "message 0:")
+	// A resize lays the messages out again at the new width.
+	d.send(tea.WindowSizeMsg{Width: 60, Height: 20})
+	for _, l := range strings.Split(d.screen(), "\n") {
+		require.LessOrEqual(t, len([]rune(l)), 60, l)
+	}
+	require.Len(t, strings.Split(d.screen(), "\n"), 20)
+	for i := 0; i < 300; i++ {
+		d.key("pgdown")
+	}
+	require.Contains(t, d.screen(), "#600")
+	require.Less(t, c.loads, 150, "windows read: %d of 60", c.loads)
+}
+
+// TestBrowsePostgres: the same model on a PostgreSQL store: list, search,
+// open, end, export.
+func TestBrowsePostgres(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	ctx := context.Background()
+	st, err := hs.Open(ctx, hs.Config{DSN: dsn, Schema: schema})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	fillSession(t, st, "pg-long", "cli", 1000, 1767225600, rand.New(rand.NewSource(4)))
+	fillSession(t, st, "pg-short", "telegram", 4, 1767229600, rand.New(rand.NewSource(5)))
+	_, err = st.Titles().Set(ctx, "pg-long", "Long one")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	d := newDriver(t, Options{Store: st, ExportDir: dir})
+	require.Equal(t, []string{"pg-short", "pg-long"}, rowIDs(d.m.sessions))
+	require.Contains(t, d.screen(), "Long one")
+	d.typeText("message 999")
+	require.NotEmpty(t, d.m.hits)
+	found := false
+	for i, h := range d.m.hits {
+		if h.id == "pg-long" {
+			for d.m.cursor < i {
+				d.key("down")
+			}
+			found = true
+			break
+		}
+	}
+	require.True(t, found)
+	d.key("enter")
+	require.Equal(t, "pg-long", d.m.conv.id)
+	require.EqualValues(t, 1000, d.m.conv.total)
+	require.Contains(t, d.screen(), "◀ search hit")
+	d.key("G")
+	require.Contains(t, d.screen(), "#1000")
+	d.key("e")
+	require.Contains(t, d.screen(), "exported to "+filepath.Join(dir, "hermes-session-pg-long.md"))
 }
