@@ -221,6 +221,14 @@ func Read[T any](ctx context.Context, d *DB, op string, fn func(tx *gorm.DB) (T,
 	var out T
 	_, err := sqlitex.RetryIf(ctx, 5*time.Second, d.retryable(), func() error {
 		var err error
+		if d.Dialect == SQLite && ctx.Done() != nil {
+			// One pinned connection, interrupted when ctx ends (the
+			// driver does not interrupt the steps of a query).
+			return d.readInterruptible(ctx, func(tx *gorm.DB) error {
+				out, err = fn(tx)
+				return err
+			})
+		}
 		out, err = fn(d.R.WithContext(ctx))
 		return err
 	})
@@ -228,6 +236,23 @@ func Read[T any](ctx context.Context, d *DB, op string, fn func(tx *gorm.DB) (T,
 		return zero, d.mapReadErr(op, err)
 	}
 	return out, nil
+}
+
+// readInterruptible runs fn on one pinned reader connection whose
+// statement is interrupted when ctx ends (see sqlitex.WithInterrupt).
+func (d *DB) readInterruptible(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	pool, err := d.R.DB()
+	if err != nil {
+		return fn(d.R.WithContext(ctx))
+	}
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	tx := d.R.WithContext(ctx) // a session with its own statement
+	tx.Statement.ConnPool = conn
+	return sqlitex.WithInterrupt(ctx, conn, func() error { return fn(tx) })
 }
 
 // CheckWritable returns the ErrUnsupported error of a read-only store for

@@ -236,6 +236,9 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 	if res.Sanitized == "" {
 		return res, nil
 	}
+	if n, ok := checkTermCount(res.Sanitized); !ok {
+		return res, models.Errorf(models.ErrInvalid, op, "the query has %d terms; at most %d are allowed: shorten it", n, MaxQueryTerms)
+	}
 	f := fts.Filters{IncludeInactive: opt.IncludeInactive, Sources: opt.Sources, ExcludeSources: opt.ExcludeSources, Roles: opt.Roles}
 	if r.db.Dialect == Postgres {
 		return Read(ctx, r.db, op, func(tx *gorm.DB) (SearchResult, error) {
@@ -244,6 +247,11 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 			res.Route, res.Hits, err = r.routePostgres(tx, res.Sanitized, opt, f)
 			if err != nil {
 				return res, err
+			}
+			if res.Route == RouteWord {
+				if err := boundSnippets(tx, Postgres, res.Hits, res.Sanitized); err != nil {
+					return res, err
+				}
 			}
 			return res, attachContext(tx, res.Hits)
 		})
@@ -261,6 +269,12 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 		res.Route, res.Hits, res.Plan, err = r.route(tx, res.Sanitized, opt, f, st, explain)
 		if err != nil {
 			return res, err
+		}
+		switch res.Route {
+		case RouteWord, RouteWordRetry, RouteTrigram:
+			if err := boundSnippets(tx, SQLite, res.Hits, res.Sanitized); err != nil {
+				return res, err
+			}
 		}
 		if err := attachContext(tx, res.Hits); err != nil {
 			return res, err

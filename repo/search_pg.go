@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -124,7 +125,10 @@ func pgWordQuery(tsq, sort string, limit, offset int, f fts.Filters) fts.Query {
 	case "oldest":
 		order = "ORDER BY m.timestamp ASC, " + rank + " DESC, m.id ASC"
 	}
-	sql := "SELECT m.id, m.session_id, m.role, ts_headline('simple', COALESCE(m.content, ''), to_tsquery('simple', ?), '" + pgHeadlineOpts + "') AS snippet, " +
+	// ts_headline parses the whole text: a large one gets a NULL here and a
+	// bounded snippet afterwards (boundSnippets).
+	sql := "SELECT m.id, m.session_id, m.role, CASE WHEN COALESCE(octet_length(m.content), 0) <= " + strconv.Itoa(fts.SnippetMaxBytes) +
+		" THEN ts_headline('simple', COALESCE(m.content, ''), to_tsquery('simple', ?), '" + pgHeadlineOpts + "') END AS snippet, " +
 		"m.timestamp, m.tool_name, s.source, s.model, s.started_at AS session_started FROM hs_messages_fts fx JOIN messages m ON m.id = fx.id JOIN sessions s ON s.id = m.session_id WHERE " +
 		strings.Join(where, " AND ") + " " + order + " LIMIT ? OFFSET ?"
 	args := []any{tsq, tsq}

@@ -7,11 +7,12 @@ import (
 
 // Primary SQLite result codes used here (https://sqlite.org/rescode.html).
 const (
-	codeBusy    = 5
-	codeLocked  = 6
-	codeIOErr   = 10
-	codeCorrupt = 11
-	codeNotADB  = 26
+	codeBusy      = 5
+	codeLocked    = 6
+	codeInterrupt = 9
+	codeIOErr     = 10
+	codeCorrupt   = 11
+	codeNotADB    = 26
 )
 
 type coder interface{ Code() int }
@@ -55,6 +56,15 @@ func IsCorrupt(err error) bool {
 func IsIOErr(err error) bool {
 	if c, ok := Code(err); ok {
 		return c&0xff == codeIOErr
+	}
+	return false
+}
+
+// IsInterrupt reports whether err is SQLITE_INTERRUPT (a statement stopped
+// by sqlite3_interrupt).
+func IsInterrupt(err error) bool {
+	if c, ok := Code(err); ok {
+		return c&0xff == codeInterrupt
 	}
 	return false
 }
