@@ -55,3 +55,8 @@ func (s *Store) SessionState() repo.SessionState { return repo.NewSessionState(s
 // Lookup returns the lookup repository (search by id, one enriched row, a
 // cron job's runs).
 func (s *Store) Lookup() repo.Lookup { return repo.NewLookup(s.db) }
+
+// Gateway returns the gateway repository (routing index replacement,
+// entry by session, gateway session listing, origin and peer lookups,
+// expiry flag, never-active keyed sessions).
+func (s *Store) Gateway() repo.Gateway { return repo.NewGateway(s.db) }

@@ -72,6 +72,13 @@ type Portability interface {
 	// corrected file again completes it. ErrInvalid for malformed input (the
 	// line number is in the message); sessions imported before it stay.
 	Import(ctx context.Context, r io.Reader, p Progress) (ImportResult, error)
+	// Lineage returns Hermes' export_session_lineage(id): the compression
+	// lineage id belongs to as one logical session -- the newest segment's
+	// dict with "segments" (each segment's Session export, root first),
+	// "lineage_session_ids", every segment's messages in order and their
+	// total as message_count (export_lineage.go). ErrNotFound when the
+	// session does not exist.
+	Lineage(ctx context.Context, id string) (*ExportedLineage, error)
 }
 
 // ExportedSession is one exported session: the session row and its active

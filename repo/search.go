@@ -128,6 +128,15 @@ type Search interface {
 	// Check runs FTS5 'integrity-check' on every FTS table and verifies the
 	// CJK index postings; it returns one entry per index.
 	Check(ctx context.Context) ([]FTSCheck, error)
+	// RebuildStatus returns the progress of a pending deferred rebuild
+	// (Hermes' fts_rebuild_status), nil when none is pending
+	// (search_status.go).
+	RebuildStatus(ctx context.Context) (*RebuildStatus, error)
+	// OptimizeAvailable reports whether Hermes' optimize-storage has work
+	// on this file (fts_optimize_available): an older FTS layout, a
+	// trigram index still holding tool_calls, an interrupted optimize, or
+	// an empty external index beside messages. False on PostgreSQL.
+	OptimizeAvailable(ctx context.Context) (bool, error)
 }
 
 type searchRepo struct {
