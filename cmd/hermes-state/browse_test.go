@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/term"
 )
 
 // tmuxPane runs one program in a detached tmux session on a private
@@ -161,4 +162,24 @@ func TestBrowseTmux(t *testing.T) {
 	for _, side := range []string{"-wal", "-shm", "-journal"} {
 		require.NoFileExists(t, db+side)
 	}
+}
+
+// TestBrowseRefusals: browse needs a terminal and a known export format,
+// and never creates a store that is not there.
+func TestBrowseRefusals(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nope", "state.db")
+	_, err := run(t, "--db", missing, "browse", "--format", "xml")
+	require.Error(t, err)
+	require.Equal(t, 2, exitCode(err))
+	require.Contains(t, err.Error(), "--format must be md or jsonl")
+	if term.IsTerminal(int(os.Stdout.Fd())) || term.IsTerminal(int(os.Stdin.Fd())) {
+		t.Log("stdin or stdout is a terminal here: the no-terminal refusal is not checked")
+	} else {
+		_, err = run(t, "--db", missing, "browse")
+		require.Error(t, err)
+		require.Equal(t, 2, exitCode(err))
+		require.Contains(t, err.Error(), "browse needs a terminal")
+	}
+	require.NoDirExists(t, filepath.Dir(missing))
 }
