@@ -71,8 +71,8 @@ func (m *Model) call() (context.Context, context.CancelFunc) {
 // listCmd reads one page of the session list: the pickers' rich listing
 // (Hermes' list_sessions_rich: previews, last activity, compression chains
 // shown as their live tip), newest started first. That order is the cheap
-// one (about 7 ms on a 200k-message store against 130 ms ordered by last
-// activity), and the first paint waits for it.
+// one (5-12 ms on a 200k-message store against 15-41 ms ordered by last
+// activity; BENCHMARKS.md), and the first paint waits for it.
 func (m *Model) listCmd(seq, offset int) tea.Cmd {
 	st, src, limit := m.opt.Store, m.source(), m.opt.ListPage
 	return func() tea.Msg {
