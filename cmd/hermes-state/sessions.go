@@ -14,8 +14,12 @@ import (
 )
 
 func init() {
-	commands = append(commands, sessionsCmd, messagesCmd, migrateCmd)
+	commands = append(commands, sessionsCmd, migrateCmd)
 }
+
+// sessionSubcommands are added to "sessions" by other files of this
+// package (init functions).
+var sessionSubcommands []func(a *app) *cobra.Command
 
 func sessionsCmd(a *app) *cobra.Command {
 	c := &cobra.Command{Use: "sessions", Short: "List and show sessions"}
@@ -67,39 +71,10 @@ func sessionsCmd(a *app) *cobra.Command {
 	show.Flags().BoolVar(&conversation, "conversation", false, "print the OpenAI conversation format Hermes replays")
 	c.AddCommand(list, show)
 	c.AddCommand(sessionsExtraCmds(a)...)
-	return c
-}
-
-func messagesCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "messages ID",
-		Short: "Print the active messages of a session in order",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			ms, err := st.Messages().List(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if a.jsonOut {
-				return a.printJSON(ms)
-			}
-			for _, m := range ms {
-				line := contentLine(m.DecodedContent())
-				if m.ToolName != nil {
-					line = "(" + *m.ToolName + ") " + line
-				}
-				if n := models.ToolCallCount(m.ToolCalls); n > 0 {
-					line += fmt.Sprintf(" [%d tool call(s)]", n)
-				}
-				fmt.Fprintf(a.out, "#%d %s %s: %s\n", m.ID, m.Timestamp.Time().Local().Format(time.DateTime), m.Role, line)
-			}
-			return nil
-		},
+	for _, sub := range sessionSubcommands {
+		c.AddCommand(sub(a))
 	}
+	return c
 }
 
 func migrateCmd(a *app) *cobra.Command {
