@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -32,7 +33,8 @@ type CompactOptions struct {
 	// rows, so search does not find each carried message twice.
 	TailCount int
 	// ModelConfigPatch is merged into model_config in the same
-	// transaction; a nil value removes the key.
+	// transaction; a nil value removes the key, new keys are added in
+	// sorted order.
 	ModelConfigPatch map[string]any
 	// LockHolder, when set, must hold the session's unexpired compression
 	// lock, else nothing is written (ErrConflict).
@@ -111,8 +113,10 @@ func toolCallsLen(j models.JSON) int64 {
 }
 
 // mergeModelConfig returns the session's model_config with patch applied
-// (nil removes a key), in Python's json.dumps form; nil when empty.
-func mergeModelConfig(current models.JSONText, patch map[string]any) (any, error) {
+// (nil removes a key), in Python's json.dumps form; nil when empty. Stored
+// keys keep their order; new keys follow in keyOrder, then the rest of
+// patch's keys sorted (a Go map has no order).
+func mergeModelConfig(current models.JSONText, patch map[string]any, keyOrder ...string) (any, error) {
 	cfg := map[string]any{}
 	var order []string
 	if !current.IsNull() {
@@ -124,7 +128,19 @@ func mergeModelConfig(current models.JSONText, patch map[string]any) (any, error
 			order = objectKeys(current)
 		}
 	}
-	for k, v := range patch {
+	keys := append([]string{}, keyOrder...)
+	var rest []string
+	for k := range patch {
+		if !slices.Contains(keyOrder, k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	for _, k := range append(keys, rest...) {
+		v, ok := patch[k]
+		if !ok {
+			continue
+		}
 		if v == nil {
 			delete(cfg, k)
 			continue

@@ -70,8 +70,8 @@ type SessionState interface {
 	// when one is given.
 	UpdateMeta(ctx context.Context, id string, modelConfig models.JSON, model string) error
 	// PatchModelConfig merges patch into model_config in one transaction
-	// (a nil value removes the key; keys keep their order). An empty patch
-	// writes nothing.
+	// (a nil value removes the key; stored keys keep their order, new ones
+	// are added in sorted order). An empty patch writes nothing.
 	PatchModelConfig(ctx context.Context, id string, patch map[string]any) error
 	// ModelConfigValue returns one key of model_config (parsed) and
 	// whether it is there; a missing session or unparsable config has no
@@ -174,7 +174,7 @@ func (r *sessionStateRepo) UpdateModel(ctx context.Context, id, model, provider 
 		if err != nil {
 			return err
 		}
-		merged, err := mergeModelConfig(s.ModelConfig, patch)
+		merged, err := mergeModelConfig(s.ModelConfig, patch, "browser_model_lock", "model", "provider")
 		if err != nil {
 			return err
 		}
