@@ -204,8 +204,9 @@ func (s *Store) openSQLite(ctx context.Context) error {
 }
 
 // openSQLiteReadOnly opens the file for reading only: SQLite's mode=ro (the
-// database file is never opened for writing) and query_only, no migration,
-// no journal-mode switch, no chmod. Every write fails with ErrUnsupported.
+// database file is never opened for writing; VACUUM INTO, a read of it,
+// still works, which query_only would refuse), no migration, no
+// journal-mode switch, no chmod. Every write fails with ErrUnsupported.
 // In WAL mode SQLite itself creates the -wal and -shm files when they are
 // missing (as any reader does); the database file is never changed.
 func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
@@ -215,13 +216,12 @@ func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
 	if err := checkStoreFile(op, path); err != nil {
 		return err
 	}
-	dsn, err := sqlitex.ConnConfig{Path: path, BusyTimeout: cfg.ReadBusyTimeout, ForeignKeys: true, QueryOnly: true, ReadOnly: true}.URI()
+	g, immutable, err := openReadOnlyPool(ctx, path, cfg.ReadBusyTimeout)
 	if err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "cannot open "+path)
+		return err
 	}
-	g, err := gorm.Open(sqlite.Open(dsn), gormConfig())
-	if err != nil {
-		return classifyOpenErr(op, err, path)
+	if immutable {
+		cfg.Logger.Info("hermesstate: the WAL-mode file lies in a directory that cannot be written (no -shm can be made there) and has no -wal: reading it as immutable", "path", path)
 	}
 	sqlDB, err := g.DB()
 	if err != nil {
@@ -266,6 +266,51 @@ func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
 	s.sessions = repo.NewSessions(s.db)
 	s.messages = repo.NewMessages(s.db)
 	return nil
+}
+
+// openReadOnlyPool opens path with mode=ro and reads its schema once. When
+// that fails with SQLITE_CANTOPEN because the file is in WAL mode where no
+// -shm can be made (sqlitex.ReadOnlyPlace), it opens it again as immutable
+// (immutable true).
+func openReadOnlyPool(ctx context.Context, path string, busy time.Duration) (*gorm.DB, bool, error) {
+	const op = "open"
+	open := func(immutable bool) (*gorm.DB, error) {
+		dsn, err := sqlitex.ConnConfig{Path: path, BusyTimeout: busy, ForeignKeys: true, ReadOnly: true, Immutable: immutable}.URI()
+		if err != nil {
+			return nil, models.Wrap(models.ErrStorage, op, err, "cannot open "+path)
+		}
+		g, err := gorm.Open(sqlite.Open(dsn), gormConfig())
+		if err != nil {
+			return nil, err
+		}
+		var n int64
+		if err := g.WithContext(ctx).Raw("SELECT count(*) FROM sqlite_master").Scan(&n).Error; err != nil {
+			if d, e := g.DB(); e == nil {
+				_ = d.Close()
+			}
+			return nil, err
+		}
+		return g, nil
+	}
+	g, err := open(false)
+	if err == nil {
+		return g, false, nil
+	}
+	if !sqlitex.IsCantOpen(err) {
+		return nil, false, classifyOpenErr(op, err, path)
+	}
+	immutable, perr := sqlitex.ReadOnlyPlace(path)
+	if perr != nil {
+		return nil, false, models.Wrap(models.ErrUnsupported, op, perr, perr.Error())
+	}
+	if !immutable {
+		return nil, false, classifyOpenErr(op, err, path)
+	}
+	g, err = open(true)
+	if err != nil {
+		return nil, false, classifyOpenErr(op, err, path)
+	}
+	return g, true, nil
 }
 
 // checkStoreFile refuses a path that holds no store: missing (ErrNotFound,
@@ -368,16 +413,18 @@ func createPrivate(path string) error {
 	return f.Close()
 }
 
-// securePaths tightens the database and its -wal/-shm sidecars to 0600 by
-// path (chmod, never open), skipping symlinks and non-regular files.
+// securePaths tightens the database and its -wal/-shm sidecars by path
+// (chmod, never open), skipping symlinks and non-regular files: group and
+// other access is removed (mode &^ 0o077) and nothing is ever added, so a
+// file its owner made read-only (0444) stays read-only (0400).
 func securePaths(path string) {
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		st, err := os.Lstat(p)
 		if err != nil || !st.Mode().IsRegular() {
 			continue
 		}
-		if st.Mode().Perm() != 0o600 {
-			_ = os.Chmod(p, 0o600)
+		if perm := st.Mode().Perm(); perm&0o077 != 0 {
+			_ = os.Chmod(p, perm&^0o077)
 		}
 	}
 }

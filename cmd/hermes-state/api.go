@@ -52,7 +52,7 @@ func sessionsListCmd(a *app) *cobra.Command {
 		Short: "List sessions with a preview, newest first (delegate runs and compression continuations hidden)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.open(cmd.Context())
+			st, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -95,7 +95,11 @@ func sessionsExtraCmds(a *app) []*cobra.Command {
 		Short: "Set (or with an empty TITLE clear) a session's title; without TITLE print it",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := a.open(cmd.Context())
+			open := a.openRead
+			if len(args) == 2 {
+				open = a.open
+			}
+			st, err := open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -124,7 +128,7 @@ func sessionsExtraCmds(a *app) []*cobra.Command {
 		Short: "Show a session's ancestors, descendants and compression chain",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := a.open(cmd.Context())
+			st, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -176,7 +180,7 @@ func statsCmd(a *app) *cobra.Command {
 		Short: "Usage statistics: by source, by model, top sessions by tokens",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.open(cmd.Context())
+			st, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -226,7 +230,7 @@ func exportCmd(a *app) *cobra.Command {
 		Short: "Export sessions with their messages as JSONL (default, to stdout) or Markdown",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.open(cmd.Context())
+			st, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -393,7 +397,7 @@ func backupCmd(a *app) *cobra.Command {
 		Short: "Write a consistent copy of the database to a new file (VACUUM INTO)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := a.open(cmd.Context())
+			st, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -35,6 +35,9 @@ Each finding has a severity and the command that fixes it. The exit status is
 non-zero when anything is wrong.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.checkFlags(); err != nil {
+				return err
+			}
 			r, err := hs.Doctor(cmd.Context(), a.config(), hs.DoctorOptions{Full: full})
 			if err != nil {
 				return err

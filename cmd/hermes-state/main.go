@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -23,14 +24,15 @@ import (
 
 // app holds the global flags and the lazily opened store.
 type app struct {
-	dbPath   string
-	schema   string
-	jsonOut  bool
-	verbose  bool
-	readOnly bool
-	out      io.Writer
-	errOut   io.Writer
-	store    *hs.Store
+	dbPath      string
+	schema      string
+	journalMode string
+	jsonOut     bool
+	verbose     bool
+	readOnly    bool
+	out         io.Writer
+	errOut      io.Writer
+	store       *hs.Store
 }
 
 func (a *app) config() hs.Config {
@@ -39,9 +41,10 @@ func (a *app) config() hs.Config {
 		lvl = slog.LevelDebug
 	}
 	cfg := hs.Config{
-		Path:     a.dbPath,
-		ReadOnly: a.readOnly,
-		Logger:   slog.New(slog.NewTextHandler(a.errOut, &slog.HandlerOptions{Level: lvl})),
+		Path:        a.dbPath,
+		ReadOnly:    a.readOnly,
+		JournalMode: hs.JournalMode(strings.ToLower(strings.TrimSpace(a.journalMode))),
+		Logger:      slog.New(slog.NewTextHandler(a.errOut, &slog.HandlerOptions{Level: lvl})),
 	}
 	if hs.IsPostgresDSN(a.dbPath) {
 		cfg.Path, cfg.DSN, cfg.Schema = "", a.dbPath, a.schema
@@ -49,13 +52,37 @@ func (a *app) config() hs.Config {
 	return cfg
 }
 
-// open opens the store once per process.
+// checkFlags validates the global flags.
+func (a *app) checkFlags() error {
+	if a.schema != "" && !hs.IsPostgresDSN(a.dbPath) {
+		return fmt.Errorf("--schema applies to a PostgreSQL store: give --db a postgres:// URL (%w)", hs.ErrInvalid)
+	}
+	switch strings.ToLower(strings.TrimSpace(a.journalMode)) {
+	case "", "wal", "delete":
+	default:
+		return fmt.Errorf("--journal-mode must be wal or delete, not %q (%w)", a.journalMode, hs.ErrInvalid)
+	}
+	return nil
+}
+
+// openRead opens the store for a command that only reads: read-only (the
+// file is opened with SQLite's mode=ro: no migration, no journal-mode
+// switch, no chmod, no write of any kind; a missing file is refused).
+func (a *app) openRead(ctx context.Context) (*hs.Store, error) {
+	if a.store == nil {
+		a.readOnly = true
+	}
+	return a.open(ctx)
+}
+
+// open opens the store once per process (writable unless a read command
+// asked for read-only with openRead).
 func (a *app) open(ctx context.Context) (*hs.Store, error) {
 	if a.store != nil {
 		return a.store, nil
 	}
-	if a.schema != "" && !hs.IsPostgresDSN(a.dbPath) {
-		return nil, fmt.Errorf("--schema applies to a PostgreSQL store: give --db a postgres:// URL (%w)", hs.ErrInvalid)
+	if err := a.checkFlags(); err != nil {
+		return nil, err
 	}
 	st, err := hs.Open(ctx, a.config())
 	if err != nil {
@@ -92,6 +119,7 @@ func newRoot(a *app) *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&a.dbPath, "db", "", "state database: a SQLite file path (default $HERMES_HOME/state.db, else ~/.hermes/state.db) or a postgres:// URL")
 	root.PersistentFlags().StringVar(&a.schema, "schema", "", "PostgreSQL schema holding the store (with a postgres:// --db; default public)")
+	root.PersistentFlags().StringVar(&a.journalMode, "journal-mode", "", "SQLite journal mode commands that write keep or set: wal or delete (for network filesystems); default: wal for new files and writes, and doctor/repair leave a file's own mode alone")
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print data as JSON")
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log debug details to stderr")
 	for _, c := range commands {

@@ -52,7 +52,7 @@ archived messages. ID may be a unique prefix of the session id.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, err := a.open(ctx)
+			st, err := a.openRead(ctx)
 			if err != nil {
 				return err
 			}

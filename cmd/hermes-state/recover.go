@@ -28,6 +28,10 @@ NEW removed) when anything was lost.`,
 			if opt.From == "" || opt.To == "" {
 				return fmt.Errorf("%w: --from and --to are required", hs.ErrInvalid)
 			}
+			if err := a.checkFlags(); err != nil {
+				return err
+			}
+			opt.JournalMode = a.config().JournalMode
 			p, done := a.stepProgress()
 			opt.Progress = p
 			rep, err := hs.Recover(cmd.Context(), opt)

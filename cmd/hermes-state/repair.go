@@ -46,6 +46,9 @@ interrupted repair is finished by the next one, and a second run changes nothing
 It refuses (exit 6) a file with page-level damage: use recover.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.checkFlags(); err != nil {
+				return err
+			}
 			p, done := a.stepProgress()
 			opt.Progress = p
 			rep, err := hs.Repair(cmd.Context(), a.config(), opt)

@@ -23,7 +23,7 @@ func searchCmd(a *app) *cobra.Command {
 		Short: "Full-text search over messages (Hermes' search_messages: snippet, session, context)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := a.open(cmd.Context())
+			st, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}

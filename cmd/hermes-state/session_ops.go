@@ -169,7 +169,7 @@ both the model history (what the model is sent) and the display history.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, err := a.open(ctx)
+			st, err := a.openRead(ctx)
 			if err != nil {
 				return err
 			}

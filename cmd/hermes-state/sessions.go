@@ -31,7 +31,7 @@ func sessionsCmd(a *app) *cobra.Command {
 		Short: "Show one session (with --conversation, its replay format)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := a.open(cmd.Context())
+			st, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -237,29 +237,95 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 			"the -wal file is missing but its index (-shm) is present: a -wal was deleted, and the commits it held (not yet checkpointed) are lost; if a process still has it open, reads fail with I/O errors until that process exits")
 	}
 
-	db, err := openRead(opts.Path)
+	db, err := openRead(ctx, opts.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
 	c := &checker{ctx: ctx, db: db, r: r, opts: opts}
+	defer c.closeWriter()
 	c.run()
 	sort.SliceStable(r.Findings, func(i, j int) bool { return r.Findings[i].Severity.rank() > r.Findings[j].Severity.rank() })
 	return r, ctx.Err()
 }
 
-// openRead opens a connection for checking: not query_only (FTS5
-// integrity-check is an INSERT, run in a rolled-back transaction), foreign
-// keys off, a 5 s busy timeout.
-func openRead(path string) (*sql.DB, error) {
-	dsn := sqlitex.ConnConfig{Path: path, BusyTimeout: 5 * time.Second}.DSN()
-	db, err := sql.Open("sqlite", dsn)
+// openRead opens the connection every check reads through: SQLite's
+// mode=ro (the file is opened for reading only, so doctor cannot change
+// it), foreign keys off, a 5 s busy timeout.
+func openRead(ctx context.Context, path string) (*sql.DB, error) {
+	open := func(immutable bool) (*sql.DB, error) {
+		dsn, err := sqlitex.ConnConfig{Path: path, BusyTimeout: 5 * time.Second, ReadOnly: true, Immutable: immutable}.URI()
+		if err != nil {
+			return nil, err
+		}
+		db, err := sql.Open("sqlite", dsn)
+		if err != nil {
+			return nil, err
+		}
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		return db, nil
+	}
+	db, err := open(false)
 	if err != nil {
 		return nil, models.Wrap(models.ErrStorage, "doctor", err, "cannot open "+path)
 	}
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
+	var n int64
+	err = db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n)
+	if err == nil || !sqlitex.IsCantOpen(err) {
+		return db, nil // other failures are findings of the checks
+	}
+	// WAL mode where no -shm can be made (a read-only mount).
+	immutable, perr := sqlitex.ReadOnlyPlace(path)
+	if perr != nil {
+		_ = db.Close()
+		return nil, models.Wrap(models.ErrUnsupported, "doctor", perr, perr.Error())
+	}
+	if !immutable {
+		return db, nil
+	}
+	_ = db.Close()
+	db, err = open(true)
+	if err != nil {
+		return nil, models.Wrap(models.ErrStorage, "doctor", err, "cannot open "+path)
+	}
 	return db, nil
+}
+
+// errNoWriteAccess: the explicit FTS5 integrity-check could not run
+// because the file cannot be opened for writing here.
+var errNoWriteAccess = errors.New("the file cannot be opened for writing here")
+
+// writer returns a connection that may run the FTS5 'integrity-check'
+// command, which SQLite runs as an INSERT (always inside a transaction that
+// is rolled back: nothing is written). It is opened on first use, only for
+// --full, and fails with errNoWriteAccess on a read-only file, directory or
+// mount.
+func (c *checker) writer() (*sql.DB, error) {
+	if c.rw != nil {
+		return c.rw, nil
+	}
+	if c.rwErr != nil {
+		return nil, c.rwErr
+	}
+	db, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: c.opts.Path, BusyTimeout: 5 * time.Second}.DSN())
+	if err == nil {
+		db.SetMaxOpenConns(1)
+		var ro int
+		if err = db.QueryRowContext(c.ctx, "SELECT 1").Scan(&ro); err == nil {
+			c.rw = db
+			return db, nil
+		}
+		_ = db.Close()
+	}
+	c.rwErr = fmt.Errorf("%w (%s)", errNoWriteAccess, describeErr(err))
+	return nil, c.rwErr
+}
+
+func (c *checker) closeWriter() {
+	if c.rw != nil {
+		_ = c.rw.Close()
+	}
 }
 
 // gormOn wraps a database/sql handle for the migrations helpers.
@@ -277,6 +343,10 @@ type checker struct {
 	// pragmaRan: quick_check / integrity_check ran to the end (it checks
 	// every FTS5 table too)
 	pragmaRan bool
+	// rw is the connection of the explicit FTS5 integrity-check (see
+	// writer), rwErr why it could not be opened.
+	rw    *sql.DB
+	rwErr error
 }
 
 // describeErr turns a read error into a sentence and whether the file is

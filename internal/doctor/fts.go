@@ -241,7 +241,9 @@ func (c *checker) fts() {
 		// 'integrity-check' command runs again only with Full (then with
 		// rank 1: index against content) or when the pragma could not run.
 		if _, bad := r.state.badFTS[name]; !bad && (c.opts.Full || !c.pragmaRan) {
-			if err := c.ftsIntegrity(t, c.opts.Full && !backfill); err != nil {
+			if err := c.ftsIntegrity(t, c.opts.Full && !backfill); errors.Is(err, errNoWriteAccess) {
+				r.add(CheckFTS, Info, name, "", "the explicit FTS5 integrity-check of %s was skipped: SQLite runs it as a write, and %v", name, err)
+			} else if err != nil {
 				r.state.badFTS[name] = err.Error()
 				if sqlitex.IsCorrupt(err) {
 					r.add(CheckFTS, Error, name, FixRepair, "FTS index %s fails FTS5 integrity-check (the index does not match its content)", name)
@@ -310,8 +312,15 @@ func (c *checker) meta(keys ...string) map[string]string {
 // is rolled back. withContent compares an external-content index with its
 // content too (rank 1; it re-tokenizes every row).
 func (c *checker) ftsIntegrity(t ftsTable, withContent bool) error {
-	tx, err := c.db.BeginTx(c.ctx, nil)
+	db, err := c.writer()
 	if err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(c.ctx, nil)
+	if err != nil {
+		if isReadOnlyErr(err) {
+			return fmt.Errorf("%w (%s)", errNoWriteAccess, describeErr(err))
+		}
 		return err
 	}
 	defer tx.Rollback()
@@ -320,7 +329,17 @@ func (c *checker) ftsIntegrity(t ftsTable, withContent bool) error {
 		q = fmt.Sprintf("INSERT INTO %[1]s(%[1]s, rank) VALUES ('integrity-check', 1)", quoteIdent(t.Name))
 	}
 	_, err = tx.ExecContext(c.ctx, q)
+	if err != nil && isReadOnlyErr(err) {
+		return fmt.Errorf("%w (%s)", errNoWriteAccess, describeErr(err))
+	}
 	return err
+}
+
+// isReadOnlyErr reports SQLITE_READONLY or SQLITE_CANTOPEN (any extended
+// code): the file, its directory or the mount cannot be written here.
+func isReadOnlyErr(err error) bool {
+	c, ok := sqlitex.Code(err)
+	return ok && (c&0xff == 8 || c&0xff == 14)
 }
 
 // ftsCounts returns the rows t indexes (its docsize or content shadow) and

@@ -226,3 +226,55 @@ func MakeNewer(t testing.TB, path string, version int) int {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// ReadOnlyDir makes dir read-only for this process until the test ends: a
+// read-only bind mount of dir over itself when running as root (root
+// ignores permission bits), else mode 0555 on dir and 0444 on its files.
+// When neither is possible it skips the test (it fails under CI).
+func ReadOnlyDir(t testing.TB, dir string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		es, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			p := filepath.Join(dir, e.Name())
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				mode := st.Mode().Perm()
+				if err := os.Chmod(p, 0o444); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = os.Chmod(p, mode) })
+			}
+		}
+		if err := os.Chmod(dir, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
+		return
+	}
+	if err := mountReadOnly(dir); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("cannot make %s read-only (a read-only bind mount needs CAP_SYS_ADMIN): %v", dir, err)
+		}
+		t.Skipf("running as root, and a read-only bind mount of %s failed (needs CAP_SYS_ADMIN): %v", dir, err)
+	}
+	t.Cleanup(func() { unmount(dir) })
+}
+
+// SmallDisk returns a new directory on a filesystem of size bytes (a tmpfs
+// mounted for the test, root only) for disk-full tests; it skips the test
+// when the mount is not possible (it fails under CI).
+func SmallDisk(t testing.TB, size int64) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := mountTmpfs(dir, size); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("cannot mount a %d-byte tmpfs on %s (needs root): %v", size, dir, err)
+		}
+		t.Skipf("a %d-byte tmpfs for the disk-full test needs root (CAP_SYS_ADMIN): %v", size, err)
+	}
+	t.Cleanup(func() { unmount(dir) })
+	return dir
+}

@@ -45,6 +45,10 @@ type ConnConfig struct {
 	// ReadOnly opens the file with SQLite's mode=ro: the database file is
 	// opened for reading only and never created. Only URI renders it.
 	ReadOnly bool
+	// Immutable adds immutable=1 (with ReadOnly): SQLite takes no lock and
+	// needs no -shm. Only for a WAL file in a place that cannot be written
+	// (see ReadOnlyPlace).
+	Immutable bool
 }
 
 // URI renders the settings as a file: URI (the absolute path,
@@ -60,6 +64,9 @@ func (c ConnConfig) URI() (string, error) {
 	q := c.query()
 	if c.ReadOnly {
 		q.Set("mode", "ro")
+	}
+	if c.Immutable {
+		q.Set("immutable", "1")
 	}
 	return "file://" + u.EscapedPath() + "?" + q.Encode(), nil
 }
