@@ -52,9 +52,12 @@ func TestMetaRoutingLineageFixtures(t *testing.T) {
 			}
 			if !f.absent("get_compression_lineage") {
 				for _, e := range f.extras("get_compression_lineage") {
-					got, err := lin.CompressionChain(ctx, e.Args[0].(string))
+					got, err := lin.CompressionLineage(ctx, e.Args[0].(string))
 					require.NoError(t, err)
-					jsonEq(t, e.Result, got, "chain of %v", e.Args[0])
+					jsonEq(t, e.Result, got, "lineage of %v", e.Args[0])
+					chain, err := lin.CompressionChain(ctx, e.Args[0].(string))
+					require.NoError(t, err)
+					jsonEq(t, e.Result, chain, "chain of %v (one continuation: the same ids)", e.Args[0])
 				}
 			}
 			for _, m := range []string{"resolve_session_id", "resolve_resume_session_id"} {

@@ -136,3 +136,20 @@ func (r *portRepo) Lineage(ctx context.Context, id string) (*ExportedLineage, er
 		return out, nil
 	})
 }
+
+func (r *lineageRepo) CompressionLineage(ctx context.Context, id string) ([]string, error) {
+	const op = "lineage.compression_lineage"
+	if err := checkID(op, id); err != nil {
+		return nil, err
+	}
+	return Read(ctx, r.db, op, func(tx *gorm.DB) ([]string, error) {
+		ids, err := compressionLineage(tx, id)
+		if err != nil {
+			return nil, err
+		}
+		if len(ids) == 0 {
+			return nil, models.Errorf(models.ErrNotFound, op, "session %q does not exist", id)
+		}
+		return ids, nil
+	})
+}

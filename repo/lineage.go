@@ -34,6 +34,12 @@ type Lineage interface {
 	// CompressionChain returns the whole compression lineage id belongs
 	// to, from its root (the first compression ancestor) to the tip.
 	CompressionChain(ctx context.Context, id string) ([]string, error)
+	// CompressionLineage returns Hermes' get_compression_lineage(id): the
+	// compression ancestors of id through its tip, oldest first, taking
+	// the oldest continuation at each step; [id] for a branch, delegate or
+	// tool child, or when id is not part of the lineage found
+	// (export_lineage.go). ErrNotFound when id does not exist.
+	CompressionLineage(ctx context.Context, id string) ([]string, error)
 	// ResolveID returns id when it exists, else the one session whose id
 	// starts with it. ErrNotFound when nothing matches, ErrConflict when
 	// the prefix is ambiguous.
