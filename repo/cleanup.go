@@ -80,6 +80,21 @@ type Cleanup interface {
 	// Backup writes a consistent copy of the database to path with VACUUM
 	// INTO. ErrConflict when path exists; ErrUnsupported on PostgreSQL.
 	Backup(ctx context.Context, path string) error
+	// DeleteTargets returns what Delete(id) would remove: id, then its
+	// delegate runs (sorted); empty when id does not exist
+	// (cleanup_bulk.go).
+	DeleteTargets(ctx context.Context, id string) ([]string, error)
+	// DeleteMany deletes several sessions as Delete does, in one
+	// transaction; unknown ids are skipped. It returns how many of the
+	// given sessions existed and were deleted (delegate runs not counted).
+	DeleteMany(ctx context.Context, ids []string) (int, error)
+	// DeleteIfEmpty deletes the session only when it has no messages, no
+	// title and no children, and reports whether it did.
+	DeleteIfEmpty(ctx context.Context, id string) (bool, error)
+	// DeleteEmpty deletes every ended, unarchived session without
+	// messages (what Listing.CountEmpty counts), orphaning their children,
+	// and returns how many went.
+	DeleteEmpty(ctx context.Context) (int, error)
 }
 
 type cleanupRepo struct{ db *DB }

@@ -123,6 +123,10 @@ type SessionState interface {
 	// tool row, or an assistant row with tool calls), "complete", or
 	// "empty" without messages (missing ids included).
 	LifecycleStatuses(ctx context.Context, ids []string) (map[string]string, error)
+	// ConversationBoundary returns how many conversation boundaries
+	// (reset end reasons) the peer (source, session_key) has crossed, and
+	// false when it never crossed one (latest_conversation_boundary).
+	ConversationBoundary(ctx context.Context, source, sessionKey string) (int64, bool, error)
 }
 
 type sessionStateRepo struct{ db *DB }
@@ -668,4 +672,25 @@ func (r *sessionStateRepo) LifecycleStatuses(ctx context.Context, ids []string) 
 		return struct{}{}, nil
 	})
 	return out, err
+}
+
+func (r *sessionStateRepo) ConversationBoundary(ctx context.Context, source, key string) (int64, bool, error) {
+	const op = "session_state.conversation_boundary"
+	if source == "" || key == "" {
+		return 0, false, nil
+	}
+	for f, v := range map[string]string{"source": source, "session_key": key} {
+		if err := checkText(op, f, v); err != nil {
+			return 0, false, err
+		}
+	}
+	g, err := Read(ctx, r.db, op, func(tx *gorm.DB) (int64, error) {
+		var gens []int64
+		err := tx.Raw("SELECT generation FROM conversation_generations WHERE source = ? AND session_key = ?", source, key).Scan(&gens).Error
+		if err != nil || len(gens) == 0 {
+			return 0, err
+		}
+		return gens[0], nil
+	})
+	return g, g > 0, err
 }

@@ -140,6 +140,12 @@ type Transcript interface {
 	// content; it reports whether a row was stamped (false for empty
 	// arguments).
 	SetLatestDisplayKind(ctx context.Context, sessionID, role, content, displayKind string, metadata models.JSON) (bool, error)
+	// MessageRole returns the role of the live row rowID of the session,
+	// "" when there is no such live row (get_message_role).
+	MessageRole(ctx context.Context, sessionID string, rowID int64) (string, error)
+	// HasPlatformMessageID reports whether the session holds a row with
+	// that platform message id (the gateway's retry dedupe probe).
+	HasPlatformMessageID(ctx context.Context, sessionID, platformMessageID string) (bool, error)
 }
 
 type transcriptRepo struct{ db *DB }
@@ -679,4 +685,34 @@ func (r *transcriptRepo) SetLatestDisplayKind(ctx context.Context, sid, role, co
 		return tx.Exec("UPDATE messages SET display_kind = ?, display_metadata = ? WHERE id = ?", kind, metaText, ids[0]).Error
 	})
 	return stamped, err
+}
+
+func (r *transcriptRepo) MessageRole(ctx context.Context, sid string, rowID int64) (string, error) {
+	const op = "transcript.message_role"
+	if err := checkID(op, sid); err != nil {
+		return "", err
+	}
+	return Read(ctx, r.db, op, func(tx *gorm.DB) (string, error) {
+		var roles []string
+		err := tx.Model(&models.Message{}).Where("id = ? AND session_id = ? AND active = 1", rowID, sid).Limit(1).Pluck("role", &roles).Error
+		if err != nil || len(roles) == 0 {
+			return "", err
+		}
+		return roles[0], nil
+	})
+}
+
+func (r *transcriptRepo) HasPlatformMessageID(ctx context.Context, sid, pmid string) (bool, error) {
+	const op = "transcript.has_platform_message_id"
+	if err := checkID(op, sid); err != nil {
+		return false, err
+	}
+	if err := checkText(op, "platform_message_id", pmid); err != nil {
+		return false, err
+	}
+	return Read(ctx, r.db, op, func(tx *gorm.DB) (bool, error) {
+		var n int64
+		err := tx.Model(&models.Message{}).Where("session_id = ? AND platform_message_id = ?", sid, pmid).Limit(1).Count(&n).Error
+		return n > 0, err
+	})
 }
