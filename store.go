@@ -177,7 +177,7 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	securePaths(path)
 	if s.journal == "wal" {
 		rcfg := sqlitex.ConnConfig{Path: path, BusyTimeout: cfg.ReadBusyTimeout, Synchronous: sqlitex.Synchronous(cfg.Synchronous),
-			ForeignKeys: true, QueryOnly: true}
+			ForeignKeys: true, QueryOnly: true, CacheSizeKiB: cfg.ReadCacheKiB}
 		r, err := gorm.Open(sqlite.Open(rcfg.DSN()), gormConfig())
 		if err != nil {
 			return classifyOpenErr(op, err, path)
@@ -216,7 +216,7 @@ func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
 	if err := checkStoreFile(op, path); err != nil {
 		return err
 	}
-	g, immutable, err := openReadOnlyPool(ctx, path, cfg.ReadBusyTimeout)
+	g, immutable, err := openReadOnlyPool(ctx, path, cfg.ReadBusyTimeout, cfg.ReadCacheKiB)
 	if err != nil {
 		return err
 	}
@@ -272,10 +272,11 @@ func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
 // that fails with SQLITE_CANTOPEN because the file is in WAL mode where no
 // -shm can be made (sqlitex.ReadOnlyPlace), it opens it again as immutable
 // (immutable true).
-func openReadOnlyPool(ctx context.Context, path string, busy time.Duration) (*gorm.DB, bool, error) {
+func openReadOnlyPool(ctx context.Context, path string, busy time.Duration, cacheKiB int) (*gorm.DB, bool, error) {
 	const op = "open"
 	open := func(immutable bool) (*gorm.DB, error) {
-		dsn, err := sqlitex.ConnConfig{Path: path, BusyTimeout: busy, ForeignKeys: true, ReadOnly: true, Immutable: immutable}.URI()
+		dsn, err := sqlitex.ConnConfig{Path: path, BusyTimeout: busy, ForeignKeys: true, ReadOnly: true, Immutable: immutable,
+			CacheSizeKiB: cacheKiB}.URI()
 		if err != nil {
 			return nil, models.Wrap(models.ErrStorage, op, err, "cannot open "+path)
 		}

@@ -86,6 +86,9 @@ func (f Filters) Clauses() ([]string, []any) {
 type Query struct {
 	SQL  string
 	Args []any
+	// Context: the statement also returns each hit's context (see
+	// MatchContextQuery), as seven more columns.
+	Context bool
 }
 
 const selectTail = "m.timestamp, m.tool_name, s.source, s.model, s.started_at AS session_started"
@@ -101,6 +104,14 @@ const anyColumnCoalesced = `(COALESCE(m.content, '') LIKE ? ESCAPE '\' OR COALES
 func likeArgs(term string) []any {
 	p := "%" + EscapeLike(term) + "%"
 	return []any{p, p, p}
+}
+
+// limitSQL returns "LIMIT n OFFSET m" with integer literals: a bound LIMIT
+// makes SQLite compile the statement a second time at its first step
+// (the plan depends on the bound value), and the engine compiles every
+// statement on every call.
+func limitSQL(limit, offset int) string {
+	return "LIMIT " + strconv.Itoa(max(limit, 0)) + " OFFSET " + strconv.Itoa(max(offset, 0))
 }
 
 func selectSQL(snippet, from string, where []string, orderBy, limit string) string {
@@ -134,6 +145,12 @@ const SnippetMaxBytes = 16 << 10
 // reads the stored length; the text itself is not loaded).
 const SnippetSizeSQL = "(COALESCE(octet_length(m.content), 0) + COALESCE(octet_length(m.tool_name), 0) + COALESCE(octet_length(m.tool_calls), 0))"
 
+// snippetExpr is the snippet column of a MATCH search on table: FTS5's
+// snippet(), NULL for a row larger than SnippetMaxBytes.
+func snippetExpr(table string) string {
+	return "CASE WHEN " + SnippetSizeSQL + " <= " + strconv.Itoa(SnippetMaxBytes) + " THEN snippet(" + table + ", -1, '>>>', '<<<', '...', 40) END AS snippet"
+}
+
 // MatchQuery builds the MATCH search of one FTS5 table (snippet column -1,
 // '>>>' '<<<' markers, '...' ellipsis, 40 tokens; NULL for a row larger
 // than SnippetMaxBytes).
@@ -143,11 +160,49 @@ func MatchQuery(table, match, sort string, limit, offset int, f Filters) Query {
 	w, a := f.Clauses()
 	where = append(where, w...)
 	args = append(args, a...)
-	args = append(args, limit, offset)
 	return Query{
-		SQL: selectSQL("CASE WHEN "+SnippetSizeSQL+" <= "+strconv.Itoa(SnippetMaxBytes)+" THEN snippet("+table+", -1, '>>>', '<<<', '...', 40) END AS snippet",
-			table+" JOIN messages m ON m.id = "+table+".rowid", where, RankOrder(sort), "LIMIT ? OFFSET ?"),
+		SQL:  selectSQL(snippetExpr(table), table+" JOIN messages m ON m.id = "+table+".rowid", where, RankOrder(sort), limitSQL(limit, offset)),
 		Args: args,
+	}
+}
+
+// contextJoins are the LEFT JOINs that read, for each hit h of a wrapped
+// search statement, the previous (pm) and next (nm) message of its session
+// by (timestamp, id): the rows ContextSQL reads.
+const contextJoins = `
+LEFT JOIN messages pm ON pm.id = (SELECT p.id FROM messages p
+     WHERE p.session_id = h.session_id AND (p.timestamp, p.id) < (h.timestamp, h.id)
+     ORDER BY p.timestamp DESC, p.id DESC LIMIT 1)
+LEFT JOIN messages nm ON nm.id = (SELECT n.id FROM messages n
+     WHERE n.session_id = h.session_id AND (n.timestamp, n.id) > (h.timestamp, h.id)
+     ORDER BY n.timestamp, n.id LIMIT 1)`
+
+// MatchContextQuery is MatchQuery plus each hit's context in the same
+// statement (one statement fewer per search; the engine compiles every
+// statement on every call): the page of hits is computed exactly as by
+// MatchQuery (as a subquery, which also returns rank and the content),
+// then the previous and next message of each hit's session are joined.
+// After the nine columns of every search statement it returns prev_id,
+// prev_role, prev_content, content, next_id, next_role, next_content.
+// Hits come in MatchQuery's order: the page is a co-routine scanned as the
+// outer loop (the LEFT JOINs read from it, so it cannot be an inner one),
+// so no second ORDER BY is needed; reading rank in the outer statement
+// would make FTS5 compute bm25's statistics (a pass over every phrase's
+// doclist) a second time.
+func MatchContextQuery(table, match, sort string, limit, offset int, f Filters) Query {
+	where := []string{table + " MATCH ?"}
+	args := []any{match}
+	w, a := f.Clauses()
+	where = append(where, w...)
+	args = append(args, a...)
+	inner := "SELECT m.id, m.session_id, m.role, " + snippetExpr(table) + ", " + selectTail +
+		", m.content FROM " + table + " JOIN messages m ON m.id = " + table + ".rowid JOIN sessions s ON s.id = m.session_id WHERE " +
+		strings.Join(where, " AND ") + " " + RankOrder(sort) + " " + limitSQL(limit, offset)
+	return Query{
+		SQL: "SELECT h.id, h.session_id, h.role, h.snippet, h.timestamp, h.tool_name, h.source, h.model, h.session_started, " +
+			"pm.id, pm.role, pm.content, h.content, nm.id, nm.role, nm.content FROM (" + inner + ") h" + contextJoins,
+		Args:    args,
+		Context: true,
 	}
 }
 
@@ -253,9 +308,8 @@ func LikeFallbackQuery(q, sort string, limit, offset int, f Filters) (Query, boo
 		dir = "ASC"
 	}
 	all := append([]any{positive[0]}, args...)
-	all = append(all, limit, offset)
 	return Query{
-		SQL:  selectSQL(likeSnippet, "messages m", where, "ORDER BY m.timestamp "+dir+", m.id "+dir, "LIMIT ? OFFSET ?"),
+		SQL:  selectSQL(likeSnippet, "messages m", where, "ORDER BY m.timestamp "+dir+", m.id "+dir, limitSQL(limit, offset)),
 		Args: all,
 	}, true
 }
@@ -285,9 +339,8 @@ func CJKLikeQuery(raw string, limit, offset int, f Filters) Query {
 	where = append(where, w...)
 	args = append(args, a...)
 	all := append([]any{toks[0]}, args...)
-	all = append(all, limit, offset)
 	return Query{
-		SQL:  selectSQL(likeSnippet, "messages m", where, "ORDER BY m.timestamp DESC", "LIMIT ? OFFSET ?"),
+		SQL:  selectSQL(likeSnippet, "messages m", where, "ORDER BY m.timestamp DESC", limitSQL(limit, offset)),
 		Args: all,
 	}
 }
@@ -334,11 +387,10 @@ func CJKIndexQuery(raw string, limit, offset int, f Filters) (Query, bool) {
 	where = append(where, w...)
 	args = append(args, a...)
 	sql := "WITH cand(id) AS (" + strings.Join(cand, " UNION ") + ") " +
-		selectSQL(likeSnippet, "cand CROSS JOIN messages m ON m.id = cand.id", where, "ORDER BY m.timestamp DESC", "LIMIT ? OFFSET ?")
+		selectSQL(likeSnippet, "cand CROSS JOIN messages m ON m.id = cand.id", where, "ORDER BY m.timestamp DESC", limitSQL(limit, offset))
 	all := append([]any{}, candArgs...)
 	all = append(all, like.Args[0])
 	all = append(all, args...)
-	all = append(all, limit, offset)
 	return Query{SQL: sql, Args: all}, true
 }
 
@@ -372,8 +424,7 @@ func GapQuery(q string, progress, highWater int64, limit int, f Filters) (Query,
 	where = append(where, w...)
 	args = append(args, a...)
 	all := append([]any{terms[0]}, args...)
-	all = append(all, limit)
-	return Query{SQL: selectSQL(likeSnippet, "messages m", where, "ORDER BY m.timestamp DESC", "LIMIT ?"), Args: all}, true
+	return Query{SQL: selectSQL(likeSnippet, "messages m", where, "ORDER BY m.timestamp DESC", limitSQL(limit, 0)), Args: all}, true
 }
 
 // ContextSQL returns the statement that reads, for each of n hit ids, the

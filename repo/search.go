@@ -156,56 +156,75 @@ type searchState struct {
 	pending                 bool
 }
 
+// searchStateSQL reads, in one statement (the engine compiles every
+// statement on every call, so a search pays per statement), which search
+// tables exist and the state_meta markers routing depends on. The CJK
+// queue is probed separately, and only for queries with CJK characters.
+const searchStateSQL = `SELECT
+ (SELECT group_concat(name, ' ') FROM sqlite_master WHERE type = 'table' AND name IN ('` +
+	fts.WordTable + `', '` + fts.TrigramTable + `', '` + fts.CJKIndexTable + `', '` + fts.CJKPendingTable + `')),
+ EXISTS (SELECT 1 FROM state_meta WHERE key = 'fts_stale'),
+ (SELECT value FROM state_meta WHERE key = 'fts_rebuild_high_water'),
+ (SELECT value FROM state_meta WHERE key = 'fts_rebuild_progress')`
+
 func metaInt(tx *gorm.DB, key string) (int64, bool, error) {
 	var v []sql.NullString
 	if err := tx.Raw("SELECT value FROM state_meta WHERE key = ?", key).Pluck("value", &v).Error; err != nil {
 		return 0, false, err
 	}
-	if len(v) == 0 || !v[0].Valid {
+	if len(v) == 0 {
 		return 0, false, nil
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(v[0].String), 10, 64)
-	if err != nil {
-		return 0, false, nil
-	}
-	return n, true, nil
+	n, ok := metaIntValue(v[0])
+	return n, ok, nil
 }
 
-func readSearchState(tx *gorm.DB) (searchState, error) {
-	var st searchState
-	var names []string
-	if err := tx.Raw("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?, ?, ?)",
-		fts.WordTable, fts.TrigramTable, fts.CJKIndexTable, fts.CJKPendingTable).Pluck("name", &names).Error; err != nil {
-		return st, err
+func metaIntValue(v sql.NullString) (int64, bool) {
+	if !v.Valid {
+		return 0, false
 	}
-	has := map[string]bool{}
-	for _, n := range names {
-		has[n] = true
-	}
-	st.word, st.trigram = has[fts.WordTable], has[fts.TrigramTable]
-	st.cjkIndex = has[fts.CJKIndexTable] && has[fts.CJKPendingTable]
-	var n int64
-	if err := tx.Raw("SELECT count(*) FROM state_meta WHERE key = 'fts_stale'").Scan(&n).Error; err != nil {
-		return st, err
-	}
-	st.stale = n > 0
-	hw, ok, err := metaInt(tx, "fts_rebuild_high_water")
+	n, err := strconv.ParseInt(strings.TrimSpace(v.String), 10, 64)
 	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// readSearchState reads what routing needs; wantPending also probes the
+// CJK queue (only CJK queries use it).
+func readSearchState(tx *gorm.DB, wantPending bool) (searchState, error) {
+	var st searchState
+	var names, hw, progress sql.NullString
+	var stale bool
+	if err := tx.Raw(searchStateSQL).Row().Scan(&names, &stale, &hw, &progress); err != nil {
 		return st, err
 	}
-	if ok && hw > 0 {
-		st.highWater = hw
-		st.progress, _, err = metaInt(tx, "fts_rebuild_progress")
-		if err != nil {
-			return st, err
+	for _, n := range strings.Fields(names.String) {
+		switch n {
+		case fts.WordTable:
+			st.word = true
+		case fts.TrigramTable:
+			st.trigram = true
+		case fts.CJKIndexTable:
+			st.cjkIndex = true
+		case fts.CJKPendingTable:
+			st.pending = true // table exists; probed below
 		}
 	}
-	if st.cjkIndex {
-		var p int64
-		if err := tx.Raw("SELECT EXISTS (SELECT 1 FROM " + fts.CJKPendingTable + ")").Scan(&p).Error; err != nil {
+	hasQueue := st.pending
+	st.pending = false
+	st.cjkIndex = st.cjkIndex && hasQueue
+	st.stale = stale
+	if n, ok := metaIntValue(hw); ok && n > 0 {
+		st.highWater = n
+		st.progress, _ = metaIntValue(progress)
+	}
+	if st.cjkIndex && wantPending {
+		var p bool
+		if err := tx.Raw("SELECT EXISTS (SELECT 1 FROM " + fts.CJKPendingTable + ")").Row().Scan(&p); err != nil {
 			return st, err
 		}
-		st.pending = p > 0
+		st.pending = p
 	}
 	return st, nil
 }
@@ -265,11 +284,12 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 			return res, attachContext(tx, res.Hits)
 		})
 	}
-	st, err := Read(ctx, r.db, op, readSearchState)
+	isCJK := fts.ContainsCJK(res.Sanitized)
+	st, err := Read(ctx, r.db, op, func(tx *gorm.DB) (searchState, error) { return readSearchState(tx, isCJK) })
 	if err != nil {
 		return res, err
 	}
-	if st.pending && fts.ContainsCJK(res.Sanitized) {
+	if st.pending && isCJK {
 		r.catchUp(ctx, 5000)
 	}
 	out, err := Read(ctx, r.db, op, func(tx *gorm.DB) (SearchResult, error) {
@@ -314,12 +334,18 @@ func (rn *runner) rows(q fts.Query) ([]SearchHit, error) {
 	}
 	defer rows.Close()
 	hits := []SearchHit{}
+	var prevID, nextID sql.NullInt64
+	var prevRole, nextRole, prevContent, content, nextContent sql.NullString
 	for rows.Next() {
 		var h SearchHit
 		var snippet, toolName, source, model sql.NullString
 		var started sql.NullFloat64
 		var ts sql.NullFloat64
-		if err := rows.Scan(&h.ID, &h.SessionID, &h.Role, &snippet, &ts, &toolName, &source, &model, &started); err != nil {
+		dest := []any{&h.ID, &h.SessionID, &h.Role, &snippet, &ts, &toolName, &source, &model, &started}
+		if q.Context {
+			dest = append(dest, &prevID, &prevRole, &prevContent, &content, &nextID, &nextRole, &nextContent)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, classifyQueryErr(err)
 		}
 		h.Timestamp = ts.Float64
@@ -330,6 +356,16 @@ func (rn *runner) rows(q fts.Query) ([]SearchHit, error) {
 		if started.Valid {
 			v := started.Float64
 			h.SessionStarted = &v
+		}
+		if q.Context {
+			h.Context = make([]ContextMessage, 0, 3)
+			if prevID.Valid {
+				h.Context = append(h.Context, ContextMessage{Role: prevRole.String, Content: fts.ContextText(nullStr(prevContent))})
+			}
+			h.Context = append(h.Context, ContextMessage{Role: h.Role, Content: fts.ContextText(nullStr(content))})
+			if nextID.Valid {
+				h.Context = append(h.Context, ContextMessage{Role: nextRole.String, Content: fts.ContextText(nullStr(nextContent))})
+			}
 		}
 		hits = append(hits, h)
 	}
@@ -416,7 +452,7 @@ func (r *searchRepo) route(tx *gorm.DB, q string, opt SearchOptions, f fts.Filte
 	} else {
 		route = RouteWord
 		var err error
-		hits, err = rn.rows(fts.MatchQuery(fts.WordTable, q, opt.Sort, limit, offset, f))
+		hits, err = rn.rows(fts.MatchContextQuery(fts.WordTable, q, opt.Sort, limit, offset, f))
 		if err != nil {
 			if isFTSErr(err) {
 				return RouteSyntaxError, []SearchHit{}, rn.plan, nil
@@ -445,7 +481,7 @@ func (r *searchRepo) route(tx *gorm.DB, q string, opt SearchOptions, f fts.Filte
 	// unicode61 keeps Latin glued to CJK in one token: a Latin miss retries
 	// on the trigram index (every token >= 3 characters).
 	if len(hits) == 0 && !isCJK && st.trigram && fts.TrigramEligible(q) {
-		more, err := rn.rows(fts.MatchQuery(fts.TrigramTable, fts.QuoteTokens(fts.StripQuotes(q)), opt.Sort, limit, offset, f))
+		more, err := rn.rows(fts.MatchContextQuery(fts.TrigramTable, fts.QuoteTokens(fts.StripQuotes(q)), opt.Sort, limit, offset, f))
 		if err != nil && !isFTSErr(err) {
 			return route, nil, nil, err
 		}
@@ -467,7 +503,7 @@ func unwrapFTS(err error) error {
 func (r *searchRepo) searchCJK(rn *runner, q string, opt SearchOptions, f fts.Filters, st searchState) (Route, []SearchHit, error) {
 	raw := fts.StripQuotes(q)
 	if st.trigram && !f.WantsUnindexed() && fts.TrigramRouteOK(raw) {
-		hits, err := rn.rows(fts.MatchQuery(fts.TrigramTable, fts.QuoteTokens(raw), opt.Sort, opt.Limit, opt.Offset, f))
+		hits, err := rn.rows(fts.MatchContextQuery(fts.TrigramTable, fts.QuoteTokens(raw), opt.Sort, opt.Limit, opt.Offset, f))
 		if err == nil {
 			return RouteTrigram, hits, nil
 		}
@@ -488,11 +524,18 @@ func (r *searchRepo) searchCJK(rn *runner, q string, opt SearchOptions, f fts.Fi
 	return RouteCJKLike, hits, unwrapFTS(err)
 }
 
-// attachContext fills each hit's context: the previous message, the hit
-// and the next message of its session, content cut to 200 characters.
+// attachContext fills the context of each hit that has none yet (the FTS
+// routes read it with the hits): the previous message, the hit and the
+// next message of its session, content cut to 200 characters.
 func attachContext(tx *gorm.DB, hits []SearchHit) error {
-	for start := 0; start < len(hits); start += 500 {
-		batch := hits[start:min(start+500, len(hits))]
+	var todo []*SearchHit
+	for i := range hits {
+		if hits[i].Context == nil {
+			todo = append(todo, &hits[i])
+		}
+	}
+	for start := 0; start < len(todo); start += 500 {
+		batch := todo[start:min(start+500, len(todo))]
 		ids := make([]any, len(batch))
 		ctxs := map[int64][]ContextMessage{}
 		for i, h := range batch {
@@ -522,8 +565,8 @@ func attachContext(tx *gorm.DB, hits []SearchHit) error {
 		if err != nil {
 			return err
 		}
-		for i := range batch {
-			batch[i].Context = ctxs[batch[i].ID]
+		for _, h := range batch {
+			h.Context = ctxs[h.ID]
 		}
 	}
 	return nil
