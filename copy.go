@@ -16,6 +16,8 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/hermesstate/hermesstate/internal/pgsql"
+	"github.com/hermesstate/hermesstate/internal/safefile"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -264,6 +266,9 @@ func copyTable(stx, dtx *gorm.DB, t string, cols []migrations.Column, opt CopyOp
 	return n, flush()
 }
 
+// snapshotPrefix starts the name of OpenSnapshot's temporary directory.
+const snapshotPrefix = "hermesstate-snapshot-"
+
 // OpenSnapshot opens a private copy of the SQLite file at path for reading
 // without touching the file: a consistent snapshot is written with VACUUM
 // INTO (a read of the source) to a temporary file, which is then opened
@@ -276,12 +281,20 @@ func OpenSnapshot(ctx context.Context, path string, cfg Config) (*Store, func(),
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil, models.Wrap(models.ErrNotFound, op, err, "no database at "+path)
 	}
-	dir, err := os.MkdirTemp("", "hermesstate-snapshot-")
+	// The snapshot is a plaintext copy of every conversation: it lives in
+	// a 0700 directory whose name carries this process's id, and the
+	// directories of processes that died before cleaning up are removed.
+	safefile.RemoveStale(os.TempDir(), snapshotPrefix)
+	dir, err := os.MkdirTemp("", safefile.TempName(snapshotPrefix)+"-")
 	if err != nil {
-		return nil, nil, models.Wrap(models.ErrStorage, op, err, "cannot create a temporary directory")
+		return nil, nil, models.Wrap(models.ErrStorage, op, err, "cannot create a temporary directory: "+sqlitex.Describe(err))
 	}
 	cleanupDir := func() { _ = os.RemoveAll(dir) }
-	tmp := filepath.Join(dir, "state.db")
+	tmp, err := safefile.CreateTemp(dir, "state-")
+	if err != nil {
+		cleanupDir()
+		return nil, nil, models.Wrap(models.ErrStorage, op, err, "cannot create the snapshot file: "+sqlitex.Describe(err))
+	}
 	abs, _ := filepath.Abs(path)
 	g, err := gorm.Open(sqlite.Open("file:"+abs+"?mode=ro&_pragma=busy_timeout(5000)"), &gorm.Config{Logger: logger.Discard})
 	if err != nil {

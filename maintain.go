@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -138,8 +140,12 @@ func (s *Store) backupRotate(ctx context.Context, dir string, keep int, progress
 				case <-stop:
 					return
 				case <-t.C:
-					if st, err := os.Stat(path); err == nil {
-						progress(min(st.Size(), total), total)
+					// The backup is written under a temporary name first.
+					tmps, _ := filepath.Glob(filepath.Join(dir, repo.BackupTempPrefix+strconv.Itoa(os.Getpid())+"-*"))
+					for _, p := range tmps {
+						if st, err := os.Stat(p); err == nil {
+							progress(min(st.Size(), total), total)
+						}
 					}
 				}
 			}
@@ -154,7 +160,16 @@ func (s *Store) backupRotate(ctx context.Context, dir string, keep int, progress
 	if progress != nil {
 		progress(total, total)
 	}
-	matches, _ := filepath.Glob(filepath.Join(dir, "state-*.db"))
+	// Only complete backups count: a partial file under a backup's name
+	// (written by an older version that was killed, or copied in by hand)
+	// must not push good backups out.
+	all, _ := filepath.Glob(filepath.Join(dir, "state-*.db"))
+	var matches []string
+	for _, m := range all {
+		if safefile.CompleteSQLite(m) {
+			matches = append(matches, m)
+		}
+	}
 	sort.Strings(matches) // the names sort by time
 	var removed []string
 	for len(matches) > keep {

@@ -25,6 +25,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/hermesstate/hermesstate/hooks"
+	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
 	"github.com/hermesstate/hermesstate/models"
@@ -101,10 +102,15 @@ func (s *Store) openSQLite(ctx context.Context) error {
 		return s.openSQLiteReadOnly(ctx)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "cannot create the directory of "+path)
+		return models.Wrap(models.ErrStorage, op, err, "cannot create the directory of "+path+": "+sqlitex.Describe(err))
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		if err := s.createNew(ctx, path); err != nil {
+			return err
+		}
 	}
 	if err := createPrivate(path); err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "cannot create "+path)
+		return models.Wrap(models.ErrStorage, op, err, "cannot create "+path+": "+sqlitex.Describe(err))
 	}
 	wcfg := sqlitex.ConnConfig{Path: path, BusyTimeout: cfg.BusyTimeout, Synchronous: sqlitex.Synchronous(cfg.Synchronous),
 		ForeignKeys: true, Immediate: true}
@@ -200,6 +206,53 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	}
 	s.sessions = repo.NewSessions(s.db)
 	s.messages = repo.NewMessages(s.db)
+	return nil
+}
+
+// newStorePrefix starts the name of a store being created.
+const newStorePrefix = ".hermesstate-new-"
+
+// createNew creates the store file path that does not exist yet without
+// ever showing a partial one under that name: the store is built (created,
+// migrated, closed) in a 0600 temporary file beside it, which is then
+// linked to path. When that fails (a full disk, say) the temporary file is
+// removed and nothing is left; when another process created path
+// meanwhile, its store is kept and ours discarded.
+func (s *Store) createNew(ctx context.Context, path string) error {
+	const op = "open"
+	dir := filepath.Dir(path)
+	safefile.RemoveStale(dir, newStorePrefix)
+	tmp, err := safefile.CreateTemp(dir, newStorePrefix)
+	if err != nil {
+		return models.Wrap(models.ErrStorage, op, err, "cannot create "+path+": "+sqlitex.Describe(err))
+	}
+	cfg := s.cfg
+	cfg.Path, cfg.Maintenance = tmp, nil
+	st, err := Open(ctx, cfg)
+	if err == nil {
+		err = st.Close()
+	}
+	if err == nil {
+		err = safefile.Publish(tmp, path)
+		if errors.Is(err, fs.ErrExist) {
+			err = nil // created by another process meanwhile: use it
+		}
+	}
+	safefile.Remove(tmp)
+	if err != nil {
+		kind := models.ErrStorage
+		var me *models.Error
+		if errors.As(err, &me) && me.Kind != nil {
+			kind = me.Kind
+		}
+		msg := err.Error()
+		if me != nil && me.Msg != "" {
+			msg = me.Msg
+		} else {
+			msg = sqlitex.Describe(err)
+		}
+		return models.Wrap(kind, op, err, "cannot create "+path+": "+strings.ReplaceAll(msg, tmp, path))
+	}
 	return nil
 }
 

@@ -2,12 +2,17 @@ package repo
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -78,7 +83,13 @@ type Cleanup interface {
 	// PostgreSQL.
 	Vacuum(ctx context.Context, force bool) (VacuumResult, error)
 	// Backup writes a consistent copy of the database to path with VACUUM
-	// INTO. ErrConflict when path exists; ErrUnsupported on PostgreSQL.
+	// INTO, never leaving a partial or readable-by-others file: the copy is
+	// written to a 0600 temporary file in path's directory (named
+	// BackupTempPrefix + pid + ...; those of dead processes are removed
+	// first), synced, checked (whole, schema readable) and only then given its name,
+	// which is never overwritten. On any failure (a full disk included)
+	// nothing is left. ErrConflict when path exists; ErrUnsupported on
+	// PostgreSQL; ErrStorage (saying why) when it cannot be written.
 	Backup(ctx context.Context, path string) error
 	// DeleteTargets returns what Delete(id) would remove: id, then its
 	// delegate runs (sorted); empty when id does not exist
@@ -378,6 +389,9 @@ func (r *cleanupRepo) Vacuum(ctx context.Context, force bool) (VacuumResult, err
 	return v, err
 }
 
+// BackupTempPrefix starts the name of a backup being written.
+const BackupTempPrefix = ".hermesstate-backup-"
+
 func (r *cleanupRepo) Backup(ctx context.Context, path string) error {
 	const op = "cleanup.backup"
 	if r.db.Dialect != SQLite {
@@ -392,12 +406,56 @@ func (r *cleanupRepo) Backup(ctx context.Context, path string) error {
 	if _, err := os.Lstat(path); err == nil {
 		return models.Errorf(models.ErrConflict, op, "%s already exists; choose a new file", path)
 	}
-	_, err := sqlitex.Retry(ctx, r.db.budget(sqlitex.Routine), func() error {
-		return r.db.W.WithContext(ctx).Exec("VACUUM INTO ?", path).Error
+	dir := filepath.Dir(path)
+	safefile.RemoveStale(dir, BackupTempPrefix)
+	tmp, err := safefile.CreateTemp(dir, BackupTempPrefix)
+	if err != nil {
+		return models.Wrap(models.ErrStorage, op, err, "cannot write in "+dir+": "+sqlitex.Describe(err))
+	}
+	done := false
+	defer func() {
+		if !done {
+			safefile.Remove(tmp)
+		}
+	}()
+	_, err = sqlitex.Retry(ctx, r.db.budget(sqlitex.Routine), func() error {
+		return r.db.W.WithContext(ctx).Exec("VACUUM INTO ?", tmp).Error
 	})
 	if err != nil {
 		return mapErr(op, err)
 	}
-	_ = os.Chmod(path, 0o600)
+	if err := checkBackup(ctx, tmp); err != nil {
+		return models.Wrap(models.ErrStorage, op, err, "the backup written to "+dir+" does not read back whole: "+err.Error())
+	}
+	if err := safefile.Publish(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return models.Errorf(models.ErrConflict, op, "%s already exists; choose a new file", path)
+		}
+		return models.Wrap(models.ErrStorage, op, err, "cannot name the backup "+path+": "+sqlitex.Describe(err))
+	}
+	done = true
 	return nil
+}
+
+// checkBackup checks that a finished backup is whole: its header is valid
+// and the file holds every page the header declares
+// (safefile.CompleteSQLite), and SQLite reads its schema. (Not
+// quick_check: its FTS5 part would report the source's own index
+// inconsistencies, e.g. the trigram indexes of old Hermes files, which the
+// copy carries faithfully.)
+func checkBackup(ctx context.Context, path string) error {
+	if !safefile.CompleteSQLite(path) {
+		return errors.New("the file is shorter than its header says")
+	}
+	uri, err := sqlitex.ConnConfig{Path: path, BusyTimeout: time.Second, ReadOnly: true}.URI()
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("sqlite", uri)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var n int64
+	return db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n)
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,6 +16,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/safefile"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -234,24 +240,29 @@ func exportCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if format != "jsonl" && format != "json" && format != "md" && format != "markdown" {
+				return fmt.Errorf("unknown --format %q (jsonl or md) (%w)", format, hs.ErrInvalid)
+			}
 			var w io.Writer = a.out
+			var out *outFile
 			if outPath != "" && outPath != "-" {
-				file, err := os.OpenFile(outPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+				out, err = newOutFile(outPath)
 				if err != nil {
 					return err
 				}
-				defer file.Close()
-				w = file
+				defer out.abort()
+				w = out
 			}
 			p, done := a.progress("export")
 			defer done()
 			switch format {
 			case "jsonl", "json":
 				_, err = st.Portability().WriteJSONL(cmd.Context(), w, f, ids, p)
-			case "md", "markdown":
-				_, err = st.Portability().WriteMarkdown(cmd.Context(), w, f, ids, p)
 			default:
-				return fmt.Errorf("unknown --format %q (jsonl or md)", format)
+				_, err = st.Portability().WriteMarkdown(cmd.Context(), w, f, ids, p)
+			}
+			if err == nil && out != nil {
+				err = out.commit()
 			}
 			return err
 		},
@@ -259,7 +270,7 @@ func exportCmd(a *app) *cobra.Command {
 	c.Flags().StringVar(&format, "format", "jsonl", "jsonl or md")
 	c.Flags().StringSliceVar(&ids, "session", nil, "export only this session (repeatable)")
 	c.Flags().StringVar(&f.Source, "source", "", "only sessions of this source")
-	c.Flags().StringVarP(&outPath, "output", "o", "", "write to this new file instead of stdout")
+	c.Flags().StringVarP(&outPath, "output", "o", "", "write to this new file instead of stdout (given its name only when complete; never overwritten)")
 	return c
 }
 
@@ -268,7 +279,27 @@ func importCmd(a *app) *cobra.Command {
 		Use:   "import FILE",
 		Short: "Import a JSONL export (existing session ids are skipped; missing parents detached)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			// An import into a store that does not exist yet creates it;
+			// when the import fails, the new store goes too.
+			newFile := ""
+			if cfg := a.config(); !hs.IsPostgresDSN(a.dbPath) {
+				path := cfg.Path
+				if path == "" {
+					path = hs.DefaultPath()
+				}
+				if _, serr := os.Lstat(path); errors.Is(serr, fs.ErrNotExist) {
+					newFile = path
+				}
+			}
+			defer func() {
+				if err != nil && newFile != "" {
+					a.close()
+					for _, p := range []string{newFile, newFile + "-wal", newFile + "-shm", newFile + "-journal"} {
+						_ = os.Remove(p)
+					}
+				}
+			}()
 			st, err := a.open(cmd.Context())
 			if err != nil {
 				return err
@@ -410,5 +441,59 @@ func backupCmd(a *app) *cobra.Command {
 			fmt.Fprintf(a.out, "backup written to %s\n", args[0])
 			return nil
 		},
+	}
+}
+
+// outFile is a new output file written under a private temporary name in
+// its directory and given its name only when complete (commit): a failed or
+// killed export leaves no partial file, and an existing file is never
+// overwritten.
+type outFile struct {
+	*os.File
+	tmp, path string
+	done      bool
+}
+
+// outTempPrefix starts the name of an output file being written.
+const outTempPrefix = ".hermes-state-out-"
+
+func newOutFile(path string) (*outFile, error) {
+	if _, err := os.Lstat(path); err == nil {
+		return nil, fmt.Errorf("%s already exists; choose a new file (%w)", path, hs.ErrConflict)
+	}
+	dir := filepath.Dir(path)
+	safefile.RemoveStale(dir, outTempPrefix)
+	tmp, err := safefile.CreateTemp(dir, outTempPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("cannot write in %s: %s (%w)", dir, sqlitex.Describe(err), hs.ErrStorage)
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY, 0)
+	if err != nil {
+		_ = os.Remove(tmp)
+		return nil, err
+	}
+	return &outFile{File: f, tmp: tmp, path: path}, nil
+}
+
+// commit closes the file and gives it its name.
+func (o *outFile) commit() error {
+	if err := o.File.Close(); err != nil {
+		return fmt.Errorf("cannot write %s: %s (%w)", o.path, sqlitex.Describe(err), hs.ErrStorage)
+	}
+	if err := safefile.Publish(o.tmp, o.path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s appeared meanwhile; not overwritten (%w)", o.path, hs.ErrConflict)
+		}
+		return fmt.Errorf("cannot name %s: %s (%w)", o.path, sqlitex.Describe(err), hs.ErrStorage)
+	}
+	o.done = true
+	return nil
+}
+
+// abort removes the temporary file unless commit succeeded.
+func (o *outFile) abort() {
+	if !o.done {
+		_ = o.File.Close()
+		_ = os.Remove(o.tmp)
 	}
 }

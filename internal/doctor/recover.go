@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"gorm.io/gorm"
 
 	hfts "github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
 	"github.com/hermesstate/hermesstate/models"
@@ -121,26 +123,27 @@ func Recover(ctx context.Context, opts RecoverOptions) (*RecoverReport, error) {
 	if absFrom == absTo {
 		return rep, models.Errorf(models.ErrInvalid, op, "--from and --to are the same file")
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(absTo), ".hermes-recover-")
+	// Everything is built in a private work directory beside To (its name
+	// carries this process's id; those of dead processes are removed) and
+	// the finished file is given its name at the end, never overwriting:
+	// a kill or a full disk leaves nothing under To.
+	safefile.RemoveStale(filepath.Dir(absTo), recoverWorkPrefix)
+	tmp, err := os.MkdirTemp(filepath.Dir(absTo), safefile.TempName(recoverWorkPrefix)+"-")
 	if err != nil {
-		return rep, models.Wrap(models.ErrStorage, op, err, "cannot create a work directory beside "+opts.To)
+		return rep, models.Wrap(models.ErrStorage, op, err, "cannot create a work directory beside "+opts.To+": "+sqlitex.Describe(err))
 	}
 	defer os.RemoveAll(tmp)
+	work, err := safefile.CreateTemp(tmp, "new-")
+	if err != nil {
+		return rep, models.Wrap(models.ErrStorage, op, err, "cannot create a work file beside "+opts.To+": "+sqlitex.Describe(err))
+	}
 
 	src, err := openSource(absFrom, tmp, rep)
 	if err != nil {
 		return rep, err
 	}
 	defer src.Close()
-	ok := false
-	defer func() {
-		if !ok {
-			os.Remove(absTo)
-			os.Remove(absTo + "-wal")
-			os.Remove(absTo + "-shm")
-		}
-	}()
-	if err := recoverInto(ctx, src, absTo, opts, rep); err != nil {
+	if err := recoverInto(ctx, src, work, opts, rep); err != nil {
 		return rep, err
 	}
 	for _, t := range rep.Tables {
@@ -155,19 +158,30 @@ func Recover(ctx context.Context, opts RecoverOptions) (*RecoverReport, error) {
 	}
 	// What the copy carried over from the source and repair fixes in
 	// place (missing triggers, counters, references to lost rows, FTS).
-	fix, err := Repair(ctx, RepairOptions{Path: absTo, JournalMode: opts.JournalMode})
+	fix, err := Repair(ctx, RepairOptions{Path: work, JournalMode: opts.JournalMode})
 	if err != nil {
 		return rep, err
 	}
 	rep.Repairs = fix.Actions
 	rep.Doctor = fix.After
+	if rep.Doctor != nil {
+		rep.Doctor.Path = absTo
+	}
 	if !rep.Complete && !opts.AllowPartial {
 		return rep, models.Errorf(models.ErrCorrupt, op, "%d rows of %s could not be read (%s); nothing was kept: rerun with --allow-partial to keep the %d rows saved",
 			rep.Lost, opts.From, lostSummary(rep), rep.Saved)
 	}
-	ok = true
+	if err := safefile.Publish(work, absTo); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return rep, models.Errorf(models.ErrConflict, op, "%s appeared while recover ran; the recovered file was not kept", opts.To)
+		}
+		return rep, models.Wrap(models.ErrStorage, op, err, "cannot name the recovered file "+opts.To+": "+sqlitex.Describe(err))
+	}
 	return rep, nil
 }
+
+// recoverWorkPrefix starts the name of recover's work directory.
+const recoverWorkPrefix = ".hermes-recover-"
 
 func lostSummary(rep *RecoverReport) string {
 	var parts []string
