@@ -80,6 +80,12 @@ func (d *DB) addChainSearch(op string, f *filter, idQuery, searchQuery string) e
 	if idNeedle == "" && searchNeedle == "" {
 		return nil
 	}
+	if strings.ContainsRune(idNeedle, 0) || strings.ContainsRune(searchNeedle, 0) {
+		// No id or sanitized title holds a NUL (and SQLite's LIKE stops
+		// reading its pattern at one, which would match everything).
+		f.add("1 = 0")
+		return nil
+	}
 	like := func(n string) string { return "%" + EscapeLike(n) + "%" }
 	edge := d.continuationEdge("p", "c")
 	var conds []string
@@ -121,7 +127,7 @@ func (r *lookupRepo) SearchByID(ctx context.Context, query string, opt SearchByI
 		opt.Limit = defaultListLimit
 	}
 	needle := strings.ToLower(strings.TrimSpace(query))
-	if needle == "" {
+	if needle == "" || strings.ContainsRune(needle, 0) {
 		return []RichSession{}, nil
 	}
 	rows, err := NewListing(r.db).Rich(ctx, RichOptions{Source: opt.Source, Sources: opt.Sources, ExcludeSources: opt.ExcludeSources,

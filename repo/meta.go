@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -205,7 +206,13 @@ func (r *metaRepo) ListPrefix(ctx context.Context, prefix string) ([]MetaEntry, 
 	}
 	return Read(ctx, r.db, op, func(tx *gorm.DB) ([]MetaEntry, error) {
 		var rows []models.StateMeta
-		if err := tx.Where("key "+r.db.likeCI()+" ? ESCAPE '\\'", EscapeLike(prefix)+"%").Order("key").Find(&rows).Error; err != nil {
+		q := tx.Where("key "+r.db.likeCI()+" ? ESCAPE '\\'", EscapeLike(prefix)+"%")
+		if strings.ContainsRune(prefix, 0) {
+			// SQLite's LIKE stops reading its pattern at a NUL: compare
+			// the head exactly instead.
+			q = tx.Where("SUBSTR(key, 1, ?) = ?", utf8.RuneCountInString(prefix), prefix)
+		}
+		if err := q.Order("key").Find(&rows).Error; err != nil {
 			return nil, err
 		}
 		out := make([]MetaEntry, 0, len(rows))
