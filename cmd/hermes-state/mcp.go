@@ -36,7 +36,7 @@ By default it speaks MCP on stdin/stdout (what MCP clients start). With
 					return err
 				}
 			}
-			st, err := a.openMCP(ctx)
+			st, err := a.openMCP(ctx, allowWrite)
 			if err != nil {
 				return err
 			}
@@ -58,9 +58,12 @@ By default it speaks MCP on stdin/stdout (what MCP clients start). With
 	return c
 }
 
-// openMCP opens the store the mcp server serves, the way the other
-// commands that read open it. The server itself writes only through the
-// tools --allow-write adds.
-func (a *app) openMCP(ctx context.Context) (*hs.Store, error) {
-	return a.open(ctx)
+// openMCP opens the store the mcp server serves: read-only (like every
+// read command: no migration, no journal-mode switch, no chmod) unless
+// --allow-write asked for the tools that write.
+func (a *app) openMCP(ctx context.Context, allowWrite bool) (*hs.Store, error) {
+	if allowWrite {
+		return a.open(ctx)
+	}
+	return a.openRead(ctx)
 }
