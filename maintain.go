@@ -55,7 +55,8 @@ type MaintenanceReport struct {
 }
 
 // Maintain runs the maintenance opts selects, in this order: a backup
-// snapshot with rotation, the retention prune, VACUUM when more than a
+// snapshot with rotation, the retention prune (then the CJK index drops
+// the pruned messages' postings), VACUUM when more than a
 // quarter of the pages are free (repo.Cleanup.Vacuum), and a TRUNCATE WAL
 // checkpoint. It returns ErrUnsupported on PostgreSQL, ErrInvalid for bad
 // options, and the failing step's error (ErrBusy, ErrStorage, ...) with the
@@ -92,6 +93,12 @@ func (s *Store) Maintain(ctx context.Context, opts MaintenanceOptions) (*Mainten
 		rep.Pruned = res.Deleted
 		if err != nil {
 			return rep, err
+		}
+		if res.Deleted > 0 && !s.cfg.ReadOnly {
+			// Drop the CJK postings of the pruned messages.
+			if _, err := s.Search().CatchUp(ctx, 0); err != nil {
+				return rep, err
+			}
 		}
 	}
 	if opts.Vacuum {

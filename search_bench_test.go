@@ -128,6 +128,43 @@ type benchQuery struct {
 	// raw is the same main statement as plain SQL on the same driver.
 	raw  string
 	args []any
+	// prep, when set, computes args before each raw run (the CJK index:
+	// reading and decoding the postings is part of the work).
+	prep func(ctx context.Context, db *sql.DB) ([]any, error)
+}
+
+// rawPostings returns the ids of term's postings as a JSON array, read and
+// decoded as the CJK index route does.
+func rawPostings(ctx context.Context, db *sql.DB, term string) (string, error) {
+	rows, err := db.QueryContext(ctx, "SELECT ids FROM "+fts.CJKIndexTable+" WHERE term = ?", term)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return "", err
+		}
+		ids, _ = fts.DecodePostings(ids, b)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	return "[" + strings.Join(parts, ",") + "]", rows.Err()
+}
+
+func cjkPrep(term string, rest ...any) func(ctx context.Context, db *sql.DB) ([]any, error) {
+	return func(ctx context.Context, db *sql.DB) ([]any, error) {
+		list, err := rawPostings(ctx, db, term)
+		if err != nil {
+			return nil, err
+		}
+		return append([]any{rest[0], list}, rest[1:]...), nil
+	}
 }
 
 const rawMatch = `SELECT m.id, m.session_id, m.role, snippet(%[1]s, -1, '>>>', '<<<', '...', 40), m.timestamp, m.tool_name, s.source, s.model, s.started_at
@@ -135,25 +172,29 @@ FROM %[1]s JOIN messages m ON m.id = %[1]s.rowid JOIN sessions s ON s.id = m.ses
 WHERE %[1]s MATCH ? AND (m.active = 1 OR m.compacted = 1) ORDER BY rank LIMIT 20`
 
 var benchQueries = []benchQuery{
-	{"word", "kalomi", repo.RouteWord, fmt.Sprintf(rawMatch, "messages_fts"), []any{"kalomi"}},
-	{"phrase", `"docker image"`, repo.RouteWord, fmt.Sprintf(rawMatch, "messages_fts"), []any{`"docker image"`}},
-	{"prefix", "deploy*", repo.RouteWord, fmt.Sprintf(rawMatch, "messages_fts"), []any{"deploy*"}},
-	{"trigram_cjk3", "广西桂林", repo.RouteTrigram, fmt.Sprintf(rawMatch, "messages_fts_trigram"), []any{`"广西桂林"`}},
+	{"word", "kalomi", repo.RouteWord, fmt.Sprintf(rawMatch, "messages_fts"), []any{"kalomi"}, nil},
+	{"phrase", `"docker image"`, repo.RouteWord, fmt.Sprintf(rawMatch, "messages_fts"), []any{`"docker image"`}, nil},
+	{"prefix", "deploy*", repo.RouteWord, fmt.Sprintf(rawMatch, "messages_fts"), []any{"deploy*"}, nil},
+	{"trigram_cjk3", "广西桂林", repo.RouteTrigram, fmt.Sprintf(rawMatch, "messages_fts_trigram"), []any{`"广西桂林"`}, nil},
 	{"cjk2_index", "桂林", repo.RouteCJKIndex, `SELECT m.id, m.session_id, m.role, substr(m.content, max(1, instr(m.content, ?) - 40), 120), m.timestamp, m.tool_name, s.source, s.model, s.started_at
-FROM (SELECT msg_id AS id FROM hermesstate_cjk_index WHERE term = ?) c CROSS JOIN messages m ON m.id = c.id JOIN sessions s ON s.id = m.session_id
-WHERE m.content LIKE ? AND (m.active = 1 OR m.compacted = 1) ORDER BY m.timestamp DESC LIMIT 20`, []any{"桂林", "桂林", "%桂林%"}},
+FROM (SELECT value AS id FROM json_each(?)) c CROSS JOIN messages m ON m.id = c.id JOIN sessions s ON s.id = m.session_id
+WHERE m.content LIKE ? AND (m.active = 1 OR m.compacted = 1) ORDER BY m.timestamp DESC LIMIT 20`, nil, cjkPrep("桂林", "桂林", "%桂林%")},
 	// A 2-character term no message contains: the index answers at once,
 	// the LIKE scan reads every row (Hermes' worst case).
-	{"cjk2_absent_index", "熊猫", repo.RouteCJKIndex, `SELECT m.id FROM (SELECT msg_id AS id FROM hermesstate_cjk_index WHERE term = ?) c CROSS JOIN messages m ON m.id = c.id WHERE m.content LIKE ? ORDER BY m.timestamp DESC LIMIT 20`, []any{"熊猫", "%熊猫%"}},
+	{"cjk2_absent_index", "熊猫", repo.RouteCJKIndex, `SELECT m.id FROM (SELECT value AS id FROM json_each(?)) c CROSS JOIN messages m ON m.id = c.id WHERE m.content LIKE ? ORDER BY m.timestamp DESC LIMIT 20`, nil,
+		func(ctx context.Context, db *sql.DB) ([]any, error) {
+			list, err := rawPostings(ctx, db, "熊猫")
+			return []any{list, "%熊猫%"}, err
+		}},
 	{"cjk2_absent_like_scan_hermes", "熊猫", "", `SELECT m.id, m.session_id, m.role, substr(m.content, max(1, instr(m.content, ?) - 40), 120), m.timestamp, m.tool_name, s.source, s.model, s.started_at
 FROM messages m JOIN sessions s ON s.id = m.session_id
 WHERE (m.content LIKE ? ESCAPE '\' OR m.tool_name LIKE ? ESCAPE '\' OR m.tool_calls LIKE ? ESCAPE '\') AND (m.active = 1 OR m.compacted = 1) AND COALESCE(m.display_kind, '') <> 'hidden'
-ORDER BY m.timestamp DESC LIMIT 20`, []any{"熊猫", "%熊猫%", "%熊猫%", "%熊猫%"}},
+ORDER BY m.timestamp DESC LIMIT 20`, []any{"熊猫", "%熊猫%", "%熊猫%", "%熊猫%"}, nil},
 	// Hermes' route for the same query without a CJK index: a LIKE scan.
 	{"cjk2_like_scan_hermes", "桂林", "", `SELECT m.id, m.session_id, m.role, substr(m.content, max(1, instr(m.content, ?) - 40), 120), m.timestamp, m.tool_name, s.source, s.model, s.started_at
 FROM messages m JOIN sessions s ON s.id = m.session_id
 WHERE (m.content LIKE ? ESCAPE '\' OR m.tool_name LIKE ? ESCAPE '\' OR m.tool_calls LIKE ? ESCAPE '\') AND (m.active = 1 OR m.compacted = 1) AND COALESCE(m.display_kind, '') <> 'hidden'
-ORDER BY m.timestamp DESC LIMIT 20`, []any{"桂林", "%桂林%", "%桂林%", "%桂林%"}},
+ORDER BY m.timestamp DESC LIMIT 20`, []any{"桂林", "%桂林%", "%桂林%", "%桂林%"}, nil},
 }
 
 func pct(d []time.Duration, p float64) time.Duration {
@@ -226,7 +267,14 @@ func BenchmarkSearch(b *testing.B) {
 			var lat []time.Duration
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
-				rows, err := raw.QueryContext(ctx, q.raw, q.args...)
+				args := q.args
+				if q.prep != nil {
+					var err error
+					if args, err = q.prep(ctx, raw); err != nil {
+						b.Fatal(err)
+					}
+				}
+				rows, err := raw.QueryContext(ctx, q.raw, args...)
 				if err != nil {
 					b.Fatal(err)
 				}

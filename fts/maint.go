@@ -2,6 +2,7 @@ package fts
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -173,10 +174,57 @@ func IntegrityCheck(tx *gorm.DB, table string) error {
 	return tx.Exec("INSERT INTO " + table + "(" + table + ", rank) VALUES ('integrity-check', 1)").Error
 }
 
-// CheckCJKIndex compares the postings of every indexed (not queued)
-// message with the terms of its text, in chunks of ids. It returns the
-// number of messages checked and a description of the first mismatch.
+// CheckCJKIndex checks the postings against the messages: every message
+// that is not queued (CJKPendingTable) has each term of its text in its
+// postings, and every posting of an id that is neither queued nor recorded
+// as edited or deleted (CJKGoneTable, whose old postings may remain) is a
+// term of that message's text. It returns the number of messages checked
+// and a description of the first mismatch.
 func CheckCJKIndex(tx *gorm.DB) (int, string, error) {
+	skip := map[int64]bool{}
+	for _, t := range []string{CJKPendingTable, CJKGoneTable} {
+		var ids []int64
+		if err := tx.Raw("SELECT id FROM " + t).Scan(&ids).Error; err != nil {
+			return 0, "", err
+		}
+		for _, id := range ids {
+			skip[id] = true
+		}
+	}
+	// Every term's ids, and how many postings count (ids not skipped).
+	lists := map[string][]int64{}
+	rows, err := tx.Raw("SELECT term, ids FROM " + CJKIndexTable).Rows()
+	if err != nil {
+		return 0, "", err
+	}
+	for rows.Next() {
+		var t string
+		var b []byte
+		if err := rows.Scan(&t, &b); err != nil {
+			rows.Close()
+			return 0, "", err
+		}
+		var ok bool
+		if lists[t], ok = DecodePostings(lists[t], b); !ok {
+			rows.Close()
+			return 0, fmt.Sprintf("a posting chunk of %q is malformed", t), nil
+		}
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return 0, "", err
+	}
+	counted := map[int64]int{}
+	for t, ids := range lists {
+		ids = sortDistinct(ids)
+		lists[t] = ids
+		for _, id := range ids {
+			if !skip[id] {
+				counted[id]++
+			}
+		}
+	}
 	checked := 0
 	var last int64
 	for {
@@ -187,61 +235,57 @@ func CheckCJKIndex(tx *gorm.DB) (int, string, error) {
 			ToolCalls *string
 		}
 		var rows []row
-		if err := tx.Raw("SELECT id, content, tool_name, tool_calls FROM messages WHERE id > ? AND id NOT IN (SELECT id FROM "+CJKPendingTable+") ORDER BY id LIMIT 1000", last).Scan(&rows).Error; err != nil {
+		if err := tx.Raw("SELECT id, content, tool_name, tool_calls FROM messages WHERE id > ? ORDER BY id LIMIT 1000", last).Scan(&rows).Error; err != nil {
 			return checked, "", err
 		}
 		if len(rows) == 0 {
 			break
 		}
-		lo, hi := rows[0].ID, rows[len(rows)-1].ID
-		type posting struct {
-			Term  string
-			MsgID int64
-		}
-		var ps []posting
-		if err := tx.Raw("SELECT term, msg_id FROM "+CJKIndexTable+" INDEXED BY "+CJKIndexTable+"_msg WHERE msg_id >= ? AND msg_id <= ? ORDER BY msg_id, term", lo, hi).Scan(&ps).Error; err != nil {
-			return checked, "", err
-		}
-		have := map[int64][]string{}
-		for _, p := range ps {
-			have[p.MsgID] = append(have[p.MsgID], p.Term)
-		}
 		for _, r := range rows {
-			want := CJKTerms(deref(r.Content), deref(r.ToolName), deref(r.ToolCalls))
-			got := have[r.ID]
-			delete(have, r.ID)
-			if strings.Join(want, "\x00") != strings.Join(got, "\x00") {
-				return checked, fmt.Sprintf("message %d: index holds %d terms, its text has %d", r.ID, len(got), len(want)), nil
+			last = r.ID
+			if skip[r.ID] {
+				continue
 			}
+			want := CJKTerms(deref(r.Content), deref(r.ToolName), deref(r.ToolCalls))
+			for _, t := range want {
+				if _, found := slices.BinarySearch(lists[t], r.ID); !found {
+					return checked, fmt.Sprintf("message %d: its term %q has no posting", r.ID, t), nil
+				}
+			}
+			if got := counted[r.ID]; got != len(want) {
+				return checked, fmt.Sprintf("message %d: index holds %d terms, its text has %d", r.ID, got, len(want)), nil
+			}
+			delete(counted, r.ID)
 			checked++
 		}
-		for id := range have {
-			var pending int64
-			tx.Raw("SELECT count(*) FROM "+CJKPendingTable+" WHERE id = ?", id).Scan(&pending)
-			if pending == 0 {
-				return checked, fmt.Sprintf("postings for message %d, which does not exist", id), nil
-			}
-		}
-		last = hi
 	}
-	var orphans int64
-	if err := tx.Raw("SELECT count(*) FROM " + CJKIndexTable + " WHERE msg_id NOT IN (SELECT id FROM messages)").Scan(&orphans).Error; err != nil {
-		return checked, "", err
-	}
-	if orphans > 0 {
-		return checked, fmt.Sprintf("%d postings of deleted messages", orphans), nil
+	for id := range counted {
+		return checked, fmt.Sprintf("postings for message %d, which does not exist", id), nil
 	}
 	return checked, "", nil
 }
 
-// ResetCJKIndex empties the CJK index and queues every message again.
+// ResetCJKIndex empties the CJK index (recreating its tables and triggers
+// in the current layout, dropping a legacy one) and queues every message
+// again.
 func ResetCJKIndex(tx *gorm.DB) error {
+	for _, t := range CJKTriggerNames {
+		if err := tx.Exec("DROP TRIGGER IF EXISTS " + t).Error; err != nil {
+			return err
+		}
+	}
+	if err := tx.Exec("DROP TABLE IF EXISTS " + CJKLegacyTable).Error; err != nil {
+		return err
+	}
 	for _, q := range CJKIndexDDL() {
 		if err := tx.Exec(q).Error; err != nil {
 			return err
 		}
 	}
 	if err := tx.Exec("DELETE FROM " + CJKIndexTable).Error; err != nil {
+		return err
+	}
+	if err := tx.Exec("DELETE FROM " + CJKGoneTable).Error; err != nil {
 		return err
 	}
 	return tx.Exec("INSERT OR IGNORE INTO " + CJKPendingTable + " (id) SELECT id FROM messages").Error

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"gorm.io/gorm"
 )
 
 // Filters are the row filters every search route shares.
@@ -349,32 +351,44 @@ func CJKLikeQuery(raw string, limit, offset int, f Filters) Query {
 // LIKE check on the candidates keeps the answer exact.
 const maxTermsPerToken = 8
 
-// CJKIndexQuery is CJKLikeQuery served by hermesstate's CJK index: the
-// candidates are the rows holding every index term of some token (plus the
-// rows still queued for indexing), and each candidate is checked with the
-// same LIKE predicate, so the rows and their order are those of the scan.
-// ok is false when a token has no CJK character (the index cannot narrow
-// it).
-func CJKIndexQuery(raw string, limit, offset int, f Filters) (Query, bool) {
-	toks := CJKTokens(raw)
-	var cand []string
-	var candArgs []any
-	for _, t := range toks {
+// CJKCandidates reads from hermesstate's CJK index the messages that may
+// hold some token of raw: for each token, the rows whose postings hold
+// every index term of it (QueryTerms; at most maxTermsPerToken of them),
+// united over the tokens, sorted. ok is false when a token has no CJK
+// character (the index cannot narrow it). Rows still queued for indexing
+// are not included (CJKIndexQuery adds them).
+func CJKCandidates(tx *gorm.DB, raw string) (ids []int64, ok bool, err error) {
+	var out []int64
+	for _, t := range CJKTokens(raw) {
 		terms, ok := QueryTerms(t)
 		if !ok {
-			return Query{}, false
+			return nil, false, nil
 		}
-		if len(terms) > maxTermsPerToken {
-			terms = terms[:maxTermsPerToken]
+		c, err := CandidateIDs(tx, terms)
+		if err != nil {
+			return nil, true, err
 		}
-		parts := make([]string, len(terms))
-		for i, term := range terms {
-			parts[i] = "SELECT msg_id FROM " + CJKIndexTable + " WHERE term = ?"
-			candArgs = append(candArgs, term)
-		}
-		cand = append(cand, "SELECT msg_id AS id FROM ("+strings.Join(parts, " INTERSECT ")+")")
+		out = append(out, c...)
 	}
-	cand = append(cand, "SELECT id FROM "+CJKPendingTable)
+	return sortDistinct(out), true, nil
+}
+
+// CJKIndexQuery is CJKLikeQuery served by hermesstate's CJK index: the
+// candidates are cands (CJKCandidates, sorted) plus, with pending, the rows
+// still queued for indexing, and each candidate is checked with the same
+// LIKE predicate, so the rows and their order are those of the scan (equal
+// timestamps in id order, as the scan gives them).
+func CJKIndexQuery(raw string, cands []int64, pending bool, limit, offset int, f Filters) Query {
+	toks := CJKTokens(raw)
+	var list strings.Builder
+	list.WriteByte('[')
+	for i, id := range cands {
+		if i > 0 {
+			list.WriteByte(',')
+		}
+		list.WriteString(strconv.FormatInt(id, 10))
+	}
+	list.WriteByte(']')
 	like := CJKLikeQuery(raw, limit, offset, f)
 	preds := make([]string, len(toks))
 	var args []any
@@ -386,12 +400,15 @@ func CJKIndexQuery(raw string, limit, offset int, f Filters) (Query, bool) {
 	w, a := f.Clauses()
 	where = append(where, w...)
 	args = append(args, a...)
-	sql := "WITH cand(id) AS (" + strings.Join(cand, " UNION ") + ") " +
+	from := "SELECT value FROM json_each(?)"
+	if pending {
+		from += " UNION SELECT id FROM " + CJKPendingTable
+	}
+	sql := "WITH cand(id) AS (" + from + ") " +
 		selectSQL(likeSnippet, "cand CROSS JOIN messages m ON m.id = cand.id", where, "ORDER BY m.timestamp DESC", limitSQL(limit, offset))
-	all := append([]any{}, candArgs...)
-	all = append(all, like.Args[0])
+	all := []any{list.String(), like.Args[0]}
 	all = append(all, args...)
-	return Query{SQL: sql, Args: all}, true
+	return Query{SQL: sql, Args: all}
 }
 
 // GapQuery is the top-up LIKE scan over ids in (progress, highWater], the

@@ -117,7 +117,9 @@ type Search interface {
 	// Explain is Run plus the query plan of the main statement.
 	Explain(ctx context.Context, query string, opt SearchOptions) (SearchResult, error)
 	// CatchUp indexes up to limit messages queued for the CJK index (<= 0:
-	// all) and returns how many it indexed.
+	// all, and the postings of every edited or deleted message are dropped
+	// first; otherwise that happens once 1,000 of them have gathered) and
+	// returns how many it indexed.
 	CatchUp(ctx context.Context, limit int) (int, error)
 	// Rebuild rebuilds every index in bounded chunks, each in its own write
 	// transaction, resumable after an interruption (markers
@@ -513,8 +515,12 @@ func (r *searchRepo) searchCJK(rn *runner, q string, opt SearchOptions, f fts.Fi
 		rn.plan = nil
 	}
 	if st.cjkIndex {
-		if iq, ok := fts.CJKIndexQuery(raw, opt.Limit, opt.Offset, f); ok {
-			hits, err := rn.rows(iq)
+		cands, ok, err := fts.CJKCandidates(rn.tx, raw)
+		if err != nil {
+			return RouteCJKIndex, nil, err
+		}
+		if ok {
+			hits, err := rn.rows(fts.CJKIndexQuery(raw, cands, st.pending, opt.Limit, opt.Offset, f))
 			return RouteCJKIndex, hits, unwrapFTS(err)
 		}
 	} else if r.warnedNoCJK.CompareAndSwap(false, true) {
@@ -591,15 +597,31 @@ func (r *searchRepo) CatchUp(ctx context.Context, limit int) (int, error) {
 	}
 	var n int
 	err := r.db.Write(ctx, sqlitex.Activity, "search.catch_up", func(tx *gorm.DB) error {
-		ok, err := fts.HasTable(tx, fts.CJKPendingTable)
+		ok, err := fts.HasTable(tx, fts.CJKGoneTable)
 		if err != nil || !ok {
 			return err
+		}
+		// Postings of edited and deleted rows are dropped once enough
+		// have gathered (they cost only a candidate check each until
+		// then), or on a full catch-up; edited rows are queued again.
+		var gone int64
+		if err := tx.Raw("SELECT count(*) FROM (SELECT 1 FROM " + fts.CJKGoneTable + " LIMIT " + strconv.Itoa(cjkGarbageMin) + ")").Scan(&gone).Error; err != nil {
+			return err
+		}
+		if gone >= cjkGarbageMin || (limit <= 0 && gone > 0) {
+			if _, err := fts.CollectCJKGarbage(tx); err != nil {
+				return err
+			}
 		}
 		n, err = fts.IndexPending(tx, limit)
 		return err
 	})
 	return n, err
 }
+
+// cjkGarbageMin is how many edited or deleted messages a catch-up lets
+// gather before it drops their postings.
+const cjkGarbageMin = 1000
 
 // RegisterSearchHooks installs the GORM callback that writes the CJK
 // postings of messages inserted through GORM inside their insert

@@ -417,12 +417,12 @@ func (c *checker) cjkIndex() {
 		return // a file not adopted yet, or from before the index existed
 	}
 	var missing []string
-	for _, n := range []string{hfts.CJKIndexTable, hfts.CJKPendingTable} {
+	for _, n := range []string{hfts.CJKIndexTable, hfts.CJKPendingTable, hfts.CJKGoneTable} {
 		if !c.has("table", n) {
 			missing = append(missing, "table "+n)
 		}
 	}
-	for _, n := range cjkTriggerNames {
+	for _, n := range hfts.CJKTriggerNames {
 		if !c.has("trigger", n) {
 			missing = append(missing, "trigger "+n)
 		}
@@ -449,5 +449,3 @@ func (c *checker) cjkIndex() {
 		r.add(CheckFTS, Error, hfts.CJKIndexTable, FixRepair, "the CJK index disagrees with the messages (%s)", bad)
 	}
 }
-
-var cjkTriggerNames = []string{"hermesstate_cjk_insert", "hermesstate_cjk_update", "hermesstate_cjk_delete"}

@@ -77,7 +77,7 @@ type RecoverReport struct {
 
 // derived tables are rebuilt on the new file, never copied.
 func isDerived(name string, fts map[string]ftsTable) bool {
-	if name == hfts.CJKIndexTable || name == hfts.CJKPendingTable || strings.HasPrefix(name, "sqlite_") {
+	if hfts.IsCJKTable(name) || strings.HasPrefix(name, "sqlite_") {
 		return true
 	}
 	for t := range fts {
@@ -356,7 +356,7 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 		if o.Type != "table" || o.SQL == "" || strings.HasPrefix(o.Name, "sqlite_") {
 			continue
 		}
-		if _, isFTS := ftsTabs[o.Name]; isFTS || (isDerived(o.Name, ftsTabs) && o.Name != hfts.CJKIndexTable && o.Name != hfts.CJKPendingTable) {
+		if _, isFTS := ftsTabs[o.Name]; isFTS || (isDerived(o.Name, ftsTabs) && !hfts.IsCJKTable(o.Name)) || o.Name == hfts.CJKLegacyTable {
 			continue
 		}
 		if _, err := dst.ExecContext(ctx, o.SQL); err != nil {
@@ -399,7 +399,7 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 		}
 	}
 	for _, o := range objs {
-		if o.Type == "index" && o.SQL != "" && o.Table != hfts.CJKIndexTable {
+		if o.Type == "index" && o.SQL != "" && !hfts.IsCJKTable(o.Table) {
 			if _, err := dst.ExecContext(ctx, o.SQL); err != nil {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("create index %s: %v", o.Name, err))
 			}
