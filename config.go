@@ -96,6 +96,13 @@ type Config struct {
 	// CheckpointEvery runs a PASSIVE WAL checkpoint after every N committed
 	// writes; default 50, negative disables.
 	CheckpointEvery int
+	// NoLockFile leaves out the write lock file: by default every write
+	// transaction first takes an exclusive flock(2) on PATH-hslock (created
+	// at the first write, mode 0600), so writers of this library in several
+	// processes queue in the kernel instead of polling SQLite's lock
+	// (measured: BENCHMARKS.md, Writes). Other programs (Hermes) do not take
+	// it; SQLite's locks arbitrate with them as before.
+	NoLockFile bool
 	// ReadOnly opens without migrating and refuses writes (query_only).
 	ReadOnly bool
 	// Logger receives warnings (lock waits, fallbacks); default slog.Default().

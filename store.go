@@ -144,7 +144,11 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	sqlDB.SetMaxOpenConns(1)
 	sqlDB.SetMaxIdleConns(1)
 	sqlDB.SetConnMaxLifetime(0)
-	s.db = &repo.DB{W: w, R: w, Dialect: repo.SQLite, Log: cfg.Logger, Budgets: map[sqlitex.Kind]time.Duration{
+	var lock *sqlitex.FileLock
+	if !cfg.NoLockFile {
+		lock = sqlitex.NewFileLock(path)
+	}
+	s.db = &repo.DB{W: w, R: w, Dialect: repo.SQLite, Log: cfg.Logger, WriteLock: lock, Budgets: map[sqlitex.Kind]time.Duration{
 		sqlitex.Routine: cfg.WriteBudgets.Routine, sqlitex.Transcript: cfg.WriteBudgets.Transcript, sqlitex.Activity: cfg.WriteBudgets.Activity}}
 
 	if err := w.WithContext(ctx).Raw("SELECT sqlite_version()").Scan(&s.version).Error; err != nil {
@@ -526,6 +530,9 @@ func (s *Store) closeHandles() error {
 		if d, err := g.DB(); err == nil {
 			errs = append(errs, d.Close())
 		}
+	}
+	if s.db.WriteLock != nil {
+		errs = append(errs, s.db.WriteLock.Close())
 	}
 	return errors.Join(errs...)
 }

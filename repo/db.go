@@ -48,6 +48,10 @@ type DB struct {
 	// models.ErrUnsupported and this message (the store was opened
 	// read-only, or the file's schema is newer than ours).
 	ReadOnly string
+	// WriteLock, when set, is taken around every write transaction on
+	// SQLite (sqlitex.FileLock: the writers of this library queue for it
+	// in the kernel instead of polling SQLite's lock).
+	WriteLock *sqlitex.FileLock
 	// SchemaHint, when not empty, replaces the message of a read that
 	// failed because a table or column is missing (a read-only store on a
 	// file that was not upgraded yet): it says which command upgrades it.
@@ -130,8 +134,9 @@ func (d *DB) Write(ctx context.Context, kind sqlitex.Kind, op string, fn func(tx
 		return models.Wrap(models.ErrCorrupt, op, c, "an earlier write found the database file damaged; run `hermes-state doctor`")
 	}
 	budget := d.budget(kind)
+	deadline := time.Now().Add(budget)
 	res, err := sqlitex.RetryIf(ctx, budget, d.retryable(), func() error {
-		return d.attempt(ctx, fn)
+		return d.attempt(ctx, deadline, fn)
 	})
 	if err != nil {
 		if d.isBusy(err) {
@@ -162,14 +167,23 @@ func (d *DB) Write(ctx context.Context, kind sqlitex.Kind, op string, fn func(tx
 	return nil
 }
 
-// attempt runs fn once inside BEGIN ... COMMIT on the writer. After a
+// attempt runs fn once inside BEGIN ... COMMIT on the writer, holding
+// WriteLock (when set; waited for until deadline) from before BEGIN to
+// after COMMIT or ROLLBACK. After a
 // failed COMMIT (SQLITE_BUSY in rollback-journal mode while readers hold
 // SHARED locks) SQLite keeps the transaction open while database/sql has
 // already returned the connection to the pool; attempt then issues an
 // explicit ROLLBACK on it, so the retry starts a fresh transaction instead
 // of failing with "cannot start a transaction within a transaction" and
 // keeping the lock.
-func (d *DB) attempt(ctx context.Context, fn func(tx *gorm.DB) error) (err error) {
+func (d *DB) attempt(ctx context.Context, deadline time.Time, fn func(tx *gorm.DB) error) (err error) {
+	if d.WriteLock != nil && d.Dialect == SQLite {
+		unlock, err := d.WriteLock.Lock(ctx, deadline)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	w := d.W.WithContext(ctx)
 	tx := w.Begin()
 	if tx.Error != nil && d.Dialect == SQLite && sqlitex.IsIOErr(tx.Error) {

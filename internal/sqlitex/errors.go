@@ -35,6 +35,9 @@ func IsLock(err error) bool {
 	if err == nil {
 		return false
 	}
+	if errors.Is(err, ErrLockWait) {
+		return true
+	}
 	if c, ok := Code(err); ok {
 		p := c & 0xff
 		return p == codeBusy || p == codeLocked
