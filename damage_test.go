@@ -217,6 +217,16 @@ func damages() []damage {
 			execRaw(t, path, "DROP TABLE messages_fts_config")
 			return 0
 		}},
+		{name: "stale_activity", fixable: true, check: "activity", apply: func(t *testing.T, _ damageTarget, path string) int {
+			// A program that dropped a trigger of the activity table wrote a
+			// newer message, and a row was overwritten: the listing by last
+			// activity would be wrong until repair recomputes the table.
+			execRaw(t, path, "DROP TRIGGER hermesstate_activity_message_insert",
+				`INSERT INTO messages (session_id, role, content, timestamp) SELECT id, 'user', 'later', 4000000000 FROM sessions ORDER BY rowid LIMIT 1`,
+				`UPDATE sessions SET message_count = message_count + 1 WHERE rowid = (SELECT rowid FROM sessions ORDER BY rowid LIMIT 1)`,
+				`UPDATE hermesstate_session_activity SET active_at = 12345 WHERE session_id = (SELECT id FROM sessions ORDER BY rowid DESC LIMIT 1)`)
+			return 1
+		}},
 		{name: "delete_triggers", fixable: true, check: "fts", apply: func(t *testing.T, _ damageTarget, path string) int {
 			execRaw(t, path, "DROP TRIGGER messages_fts_insert", "DROP TRIGGER messages_display_order_insert",
 				// A message written while the triggers are gone: the index misses it.

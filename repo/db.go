@@ -57,9 +57,11 @@ type DB struct {
 	// file that was not upgraded yet): it says which command upgrades it.
 	SchemaHint string
 
-	writes  atomic.Int64
-	closed  atomic.Bool
-	corrupt atomic.Pointer[error]
+	writes atomic.Int64
+	closed atomic.Bool
+	// activity caches whether the file has ActivityTable (1 yes, 2 no).
+	activity atomic.Int32
+	corrupt  atomic.Pointer[error]
 
 	closeMu sync.Mutex
 	onClose []func()

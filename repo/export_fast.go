@@ -30,9 +30,11 @@ type msgScanner struct {
 	sessionID, role, content, toolCallID, toolName, effect  sql.NullString
 	finish, reasoning, reasoningContent, platformID, apiC   sql.NullString
 	displayKind                                             sql.NullString
-	reasoningDetails, codexReasoning, codexMsg              sql.NullString
+	reasoningDetails, codexReasoning, codexMsg              any // string vs BLOB matters
 	toolCalls, displayMeta                                  any // string vs BLOB matters
-	sink                                                    any
+	displayOrder                                            sql.NullInt64
+	displayIdentity                                         []byte
+	sink                                                    sql.RawBytes
 }
 
 func newMsgScanner(cols []string) *msgScanner {
@@ -46,6 +48,7 @@ func newMsgScanner(cols []string) *msgScanner {
 		"codex_message_items": &s.codexMsg, "platform_message_id": &s.platformID, "observed": &s.observed,
 		"_compressed_summary": &s.compressed, "active": &s.active, "compacted": &s.compacted,
 		"api_content": &s.apiC, "display_kind": &s.displayKind, "display_metadata": &s.displayMeta,
+		"display_order": &s.displayOrder, "display_identity": &s.displayIdentity,
 	}
 	s.dest = make([]any, len(cols))
 	for i, c := range cols {
@@ -92,11 +95,20 @@ func pyJSONCol(v any) (models.JSON, error) {
 	return models.JSON(b), nil
 }
 
-func textCol(v sql.NullString) models.JSONText {
-	if !v.Valid || v.String == "" {
-		return nil
+// textCol is what the pyjson serializer makes of a stored value for a
+// models.JSONText field: NULL and an empty BLOB → nil, an empty TEXT → an
+// empty non-nil value, anything else its bytes.
+func textCol(v any) models.JSONText {
+	switch v := v.(type) {
+	case string:
+		return models.JSONText(v)
+	case []byte:
+		if len(v) == 0 {
+			return nil
+		}
+		return models.JSONText(append([]byte(nil), v...))
 	}
-	return models.JSONText(v.String)
+	return nil
 }
 
 // scan reads the current row into m (every field is overwritten).
@@ -125,6 +137,14 @@ func (s *msgScanner) scan(rows *sql.Rows, m *models.Message) error {
 	if s.tokenCount.Valid {
 		v := s.tokenCount.Int64
 		m.TokenCount = &v
+	}
+	if s.displayOrder.Valid {
+		v := s.displayOrder.Int64
+		m.DisplayOrder = &v
+	}
+	if s.displayIdentity != nil {
+		m.DisplayIdentity = s.displayIdentity
+		s.displayIdentity = nil // the next row gets its own slice
 	}
 	return nil
 }

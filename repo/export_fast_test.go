@@ -2,7 +2,6 @@ package repo
 
 import (
 	"bytes"
-	"database/sql"
 	"encoding/json"
 	"path/filepath"
 	"testing"
@@ -53,6 +52,8 @@ func TestExportFastPathMatchesGORM(t *testing.T) {
 	ins("token_count, observed, _compressed_summary, active, compacted, finish_reason, reasoning, reasoning_content, platform_message_id, api_content, display_kind, tool_name, tool_call_id, effect_disposition",
 		42, 1, 1, 0, 1, "stop", "r", "rc", "p1", "api", "kind", "tool", "tc1", "eff")
 	ins("observed", nil)
+	ins("display_identity, display_order", []byte{0, 1, 2, 0xff}, 77)
+	ins("display_identity", "text identity")
 	require.NoError(t, db.Exec("UPDATE messages SET timestamp = 1760000001 WHERE id = 3").Error)
 	require.NoError(t, db.Exec("UPDATE messages SET timestamp = 1e-7 WHERE id = 4").Error)
 	require.NoError(t, db.Exec("UPDATE messages SET timestamp = 1e22 WHERE id = 5").Error)
@@ -84,6 +85,16 @@ func TestExportFastPathMatchesGORM(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	require.Equal(t, len(want), i)
+
+	// The replay / List / export reads (listActive) give every field GORM
+	// gives, the display columns included.
+	var all []models.Message
+	require.NoError(t, db.Where("session_id = 's' AND active = 1").Order("id").Find(&all).Error)
+	got, err := listActive(db, "test", "s")
+	require.NoError(t, err)
+	require.Equal(t, all, got)
+	require.NotNil(t, got[len(got)-2].DisplayOrder)
+	require.Equal(t, []byte{0, 1, 2, 0xff}, got[len(got)-2].DisplayIdentity)
 }
 
 func stringsRepeat(s string, n int) string {
@@ -103,7 +114,7 @@ func FuzzAppendMessageJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b, j, content string, ts float64) {
 		m := &models.Message{ID: 7, SessionID: a, Role: b, Content: &content, ToolName: &a,
 			Timestamp: models.Epoch(ts), ToolCalls: mustJSONCol(j), DisplayMetadata: mustJSONCol(a),
-			ReasoningDetails: textCol(validStr(j)), CompressedSummary: int64(len(b) % 2)}
+			ReasoningDetails: textCol(j), CompressedSummary: int64(len(b) % 2)}
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
@@ -117,8 +128,6 @@ func FuzzAppendMessageJSON(f *testing.F) {
 		require.Equal(t, string(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), string(got))
 	})
 }
-
-func validStr(s string) sql.NullString { return sql.NullString{String: s, Valid: true} }
 
 func mustJSONCol(s string) models.JSON {
 	j, err := pyJSONCol(s)

@@ -87,26 +87,32 @@ func (d *DB) continuationEdge(p, c string) string {
 // when none): a child that itself ended with compression first, then a live
 // child, then the most recently active (last_active DESC, NULLs last as on
 // SQLite), then started_at DESC, id DESC.
-func (d *DB) nextContinuation(pid string) string {
+func (d *DB) nextContinuation(pid string) string { return d.nextContinuationAct(pid, false) }
+
+// nextContinuationAct is nextContinuation reading each child's activity
+// from ActivityTable when act is set (the same value, one lookup).
+func (d *DB) nextContinuationAct(pid string, act bool) string {
 	nullsLast := ""
 	if d.Dialect == Postgres {
 		nullsLast = " NULLS LAST"
 	}
 	return fmt.Sprintf(`(SELECT nc.id FROM sessions np JOIN sessions nc ON %s
 		WHERE np.id = %s ORDER BY CASE WHEN nc.end_reason = 'compression' THEN 0 WHEN nc.ended_at IS NULL THEN 1 ELSE 2 END,
-		%s DESC%s, nc.started_at DESC, nc.id DESC LIMIT 1)`, d.continuationEdge("np", "nc"), pid, lastActiveSQL("nc"), nullsLast)
+		%s DESC%s, nc.started_at DESC, nc.id DESC LIMIT 1)`, d.continuationEdge("np", "nc"), pid, d.lastActive("nc", act), nullsLast)
 }
 
 // tipCTE returns the recursive CTE "name(root_id, cur_id, depth)" walking
-// each seed id (rows of seedSQL, one column id) forward along compression
-// continuations. The tip of a root is its row with the greatest depth.
-func (d *DB) tipCTE(name, seedSQL string) string {
+// each seed id's compression chain forward (depth 0 is the seed itself).
+func (d *DB) tipCTE(name, seedSQL string) string { return d.tipCTEAct(name, seedSQL, false) }
+
+// tipCTEAct is tipCTE with nextContinuationAct.
+func (d *DB) tipCTEAct(name, seedSQL string, act bool) string {
 	return fmt.Sprintf(`%[1]s(root_id, cur_id, depth) AS (
 		SELECT id, id, 0 FROM (%[2]s) seed
 		UNION ALL
 		SELECT w.root_id, %[3]s, w.depth + 1 FROM %[1]s w
 		WHERE w.depth < %[4]d AND %[3]s IS NOT NULL
-	)`, name, seedSQL, d.nextContinuation("w.cur_id"), maxLineageDepth)
+	)`, name, seedSQL, d.nextContinuationAct("w.cur_id", act), maxLineageDepth)
 }
 
 func (r *lineageRepo) exists(tx *gorm.DB, op, id string) error {

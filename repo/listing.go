@@ -212,6 +212,16 @@ func lastActiveSQL(s string) string {
 		WHERE v %[2]s), CASE WHEN %[1]s.started_at %[2]s THEN %[1]s.started_at END)`, s, sqlIn)
 }
 
+// lastActive is the last activity of session alias s: read from
+// ActivityTable when act is set (the file has it, kept by triggers: the
+// same value), else computed (lastActiveSQL).
+func (d *DB) lastActive(s string, act bool) string {
+	if act {
+		return "(SELECT xa.active_at FROM hermesstate_session_activity xa WHERE xa.session_id = " + s + ".id)"
+	}
+	return lastActiveSQL(s)
+}
+
 // ShapePreview turns a raw preview (the head of a message) into what
 // pickers show: trimmed, newlines as spaces, cut to 60 characters plus
 // "..." when longer.
@@ -450,12 +460,36 @@ func (r *listingRepo) Rich(ctx context.Context, opt RichOptions) ([]RichSession,
 // When fewer than offset+limit rows lie above T, n grows and the
 // statement runs again; past a cap it falls back to the full computation.
 func (r *listingRepo) richQuery(tx *gorm.DB, f *filter, opt RichOptions, project, all bool) ([]richRow, error) {
+	act := r.db.hasActivity(tx)
 	if !opt.OrderByLastActive || all {
-		return r.richStatement(tx, f, opt, project, all, 0)
+		return r.richStatement(tx, f, opt, project, all, 0, act)
 	}
 	need := opt.Offset + opt.Limit
+	if act {
+		// Scan the newest sessions by their own activity (ActivityTable),
+		// widening until enough rows are provably the newest; the widest
+		// scan covers every session and is exact by itself.
+		for n := max(64, need*4); ; n *= 8 {
+			rows, err := r.richStatement(tx, f, opt, project, false, -n, true)
+			if err != nil {
+				return nil, err
+			}
+			if len(rows) > 0 && (rows[0].Above >= int64(need) || rows[0].Bound == nil) {
+				return rows, nil
+			}
+			if len(rows) == 0 {
+				var total int64
+				if err := tx.Raw("SELECT COUNT(*) FROM " + ActivityTable).Scan(&total).Error; err != nil {
+					return nil, err
+				}
+				if int64(n) >= total {
+					return rows, nil
+				}
+			}
+		}
+	}
 	for n := max(4096, need*128); n <= maxActivityScan; n *= 8 {
-		rows, err := r.richStatement(tx, f, opt, project, false, n)
+		rows, err := r.richStatement(tx, f, opt, project, false, n, false)
 		if err != nil {
 			return nil, err
 		}
@@ -463,7 +497,7 @@ func (r *listingRepo) richQuery(tx *gorm.DB, f *filter, opt RichOptions, project
 			return rows, nil
 		}
 	}
-	return r.richStatement(tx, f, opt, project, false, 0)
+	return r.richStatement(tx, f, opt, project, false, 0, false)
 }
 
 // maxActivityScan caps the bounded activity scan before the fallback.
@@ -476,7 +510,7 @@ func (d *DB) greatest(a, b string) string {
 	return "MAX(" + a + ", " + b + ")"
 }
 
-func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, project, all bool, scan int) ([]richRow, error) {
+func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, project, all bool, scan int, act bool) ([]richRow, error) {
 	d := r.db
 	var page string
 	var args []any
@@ -489,6 +523,36 @@ func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, pro
 	}
 	bounds := ", NULL AS _bound, 0 AS _above"
 	switch {
+	case opt.OrderByLastActive && scan < 0:
+		// The newest -scan sessions by their own activity give the
+		// candidates (with every compression ancestor) and the bound T:
+		// a session outside them has activity at or below T, and so has
+		// every chain made only of such sessions.
+		k := -scan
+		edge := d.continuationEdge("p", "c")
+		page = fmt.Sprintf(`top AS (SELECT session_id AS id, active_at AS ts FROM hermesstate_session_activity ORDER BY active_at DESC LIMIT %[6]d),
+			bound AS (SELECT CASE WHEN (SELECT COUNT(*) FROM top) < %[6]d THEN -1e308 ELSE (SELECT MIN(ts) FROM top) END AS t),
+			up(id, depth) AS (
+				SELECT id, 0 FROM top
+				UNION
+				SELECT p.id, up.depth + 1 FROM up JOIN sessions c ON c.id = up.id JOIN sessions p ON %[1]s WHERE up.depth < %[2]d
+			),
+			cand(id) AS (SELECT DISTINCT id FROM up),
+			%[3]s,
+			pall AS (
+				SELECT s.id, CASE WHEN s.end_reason = 'compression'
+					THEN (SELECT MAX(ca.active_at) FROM chain c CROSS JOIN hermesstate_session_activity ca ON ca.session_id = c.cur_id WHERE c.root_id = s.id)
+					ELSE (SELECT sa.active_at FROM hermesstate_session_activity sa WHERE sa.session_id = s.id) END AS eff, s.started_at
+				FROM cand CROSS JOIN sessions s ON s.id = cand.id
+				%[4]s
+			),
+			page AS (SELECT id, eff, started_at FROM pall ORDER BY eff DESC, started_at DESC, id DESC%[5]s)`,
+			edge, maxLineageDepth,
+			d.tipCTEAct("chain", "SELECT cand.id FROM cand CROSS JOIN sessions cs ON cs.id = cand.id WHERE cs.end_reason = 'compression'", true),
+			f.sql(), limit, k)
+		args = append([]any{}, f.args...)
+		bounds = `, CASE WHEN (SELECT t FROM bound) > -1e308 THEN (SELECT t FROM bound) END AS _bound,
+			(SELECT COUNT(*) FROM pall WHERE pall.eff > (SELECT t FROM bound)) AS _above`
 	case opt.OrderByLastActive && scan > 0:
 		ss := max(64, (opt.Offset+opt.Limit)*4)
 		edge := d.continuationEdge("p", "c")
@@ -541,25 +605,31 @@ func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, pro
 	tipJoin := ""
 	tipSel := ", NULL AS t_id"
 	if project {
-		page += ",\n" + d.tipCTE("walk", "SELECT p.id FROM page p JOIN sessions ps ON ps.id = p.id WHERE ps.end_reason = 'compression'") +
+		page += ",\n" + d.tipCTEAct("walk", "SELECT p.id FROM page p "+d.crossJoin()+" sessions ps ON ps.id = p.id WHERE ps.end_reason = 'compression'", act) +
 			`, tips AS (SELECT w.root_id, w.cur_id FROM walk w WHERE w.depth > 0 AND w.depth = (SELECT MAX(w2.depth) FROM walk w2 WHERE w2.root_id = w.root_id))`
 		tipJoin = `LEFT JOIN tips ON tips.root_id = s.id
 			LEFT JOIN sessions t ON t.id = tips.cur_id
 			LEFT JOIN system_prompts tsp ON tsp.hash = t.system_prompt_hash`
 		tipSel = ", " + tipCols + ", CASE WHEN t.id IS NULL THEN '' ELSE " + d.previewSQL("t") + " END AS tip_preview, " +
-			"CASE WHEN t.id IS NULL THEN NULL ELSE " + lastActiveSQL("t") + " END AS tip_last_active"
+			"CASE WHEN t.id IS NULL THEN NULL ELSE " + d.lastActive("t", act) + " END AS tip_last_active"
 	}
 	q := fmt.Sprintf(`WITH RECURSIVE %s
 		SELECT s.*, COALESCE(sp.prompt, s.system_prompt) AS _prompt, %s AS _preview, %s AS _last_active%s%s
 		FROM page JOIN sessions s ON s.id = page.id
 		LEFT JOIN system_prompts sp ON sp.hash = s.system_prompt_hash
 		%s
-		ORDER BY page.eff DESC, page.started_at DESC, s.id DESC`, page, d.previewSQL("s"), lastActiveSQL("s"), tipSel, bounds, tipJoin)
-	var rows []richRow
-	if err := tx.Raw(q, args...).Scan(&rows).Error; err != nil {
-		return nil, err
+		ORDER BY page.eff DESC, page.started_at DESC, s.id DESC`, page, d.previewSQL("s"), d.lastActive("s", act), tipSel, bounds, tipJoin)
+	return scanRich(tx, q, args...)
+}
+
+// crossJoin is the join keyword that makes SQLite's planner keep the
+// written order (the left table drives the loop); PostgreSQL writes it as
+// a plain JOIN.
+func (d *DB) crossJoin() string {
+	if d.Dialect == Postgres {
+		return "JOIN"
 	}
-	return rows, nil
+	return "CROSS JOIN"
 }
 
 // noIndex hides a column from the SQLite planner's index choice (unary +).

@@ -329,11 +329,31 @@ func (r *messageRepo) List(ctx context.Context, sessionID string) ([]models.Mess
 	})
 }
 
+// listActive reads the active messages of a session in id order with
+// database/sql rows scanned into reused variables (export_fast.go's
+// scanner): GORM's reflection per row was most of a replay's cost.
 func listActive(tx *gorm.DB, op, sessionID string) ([]models.Message, error) {
-	var out []models.Message
-	if err := tx.Where("session_id = ? AND active = 1", sessionID).Order("id").Find(&out).Error; err != nil {
+	rows, err := tx.Raw("SELECT * FROM messages WHERE session_id = ? AND active = 1 ORDER BY id", sessionID).Rows()
+	if err != nil {
 		return nil, err
 	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	sc := newMsgScanner(cols)
+	var out []models.Message
+	for rows.Next() {
+		out = append(out, models.Message{})
+		if err := sc.scan(rows, &out[len(out)-1]); err != nil {
+			return nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
 	if len(out) == 0 {
 		ok, err := sessionExists(tx, sessionID)
 		if err != nil {

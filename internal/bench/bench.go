@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,6 +54,9 @@ type Options struct {
 	DiagN, Procs, ProcAppends int
 	// NoRaw leaves out the raw-SQL baselines.
 	NoRaw bool
+	// ProfileDir, when set, receives a CPU profile of every phase process
+	// (PHASE.cpu.pprof, for go tool pprof).
+	ProfileDir string
 	// WorkDir is the parent of the per-run directories (default the system
 	// temp dir); Keep keeps them.
 	WorkDir string
@@ -148,6 +152,7 @@ type params struct {
 	Ready   string `json:"ready,omitempty"`
 	LongID  string `json:"long_id,omitempty"`
 	Raw     bool   `json:"raw"`
+	Profile string `json:"profile,omitempty"`
 	InProc  bool   `json:"-"`
 	spawn   Spawner
 	report  func(done, total int64)
@@ -202,6 +207,18 @@ func Worker(ctx context.Context, args []string, spawn Spawner, stdout io.Writer)
 			fmt.Fprintf(stdout, "progress %d %d\n", done, total)
 		}
 	}
+	if p.Profile != "" && name != "conc_worker" {
+		f, err := os.Create(p.Profile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return err
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	res, err := fn(ctx, p)
 	if err != nil {
 		return err
@@ -225,6 +242,12 @@ func writeJSON(path string, v any) error {
 func runPhase(ctx context.Context, o *Options, p *params, out any) error {
 	start := time.Now()
 	p.Raw = !o.NoRaw
+	if o.ProfileDir != "" {
+		if err := os.MkdirAll(o.ProfileDir, 0o755); err != nil {
+			return err
+		}
+		p.Profile = filepath.Join(o.ProfileDir, p.Phase+".cpu.pprof")
+	}
 	p.Reps, p.Warmup = o.Reps, o.Warmup
 	if err := os.MkdirAll(filepath.Dir(p.DB), 0o755); err != nil {
 		return err

@@ -110,7 +110,7 @@ func TestRunInProcess(t *testing.T) {
 	require.Equal(t, 40, *r.Listing.Conversation.Messages)
 	require.Equal(t, 40, *r.Listing.Export.Messages)
 	require.Positive(t, *r.Listing.Export.JSONBytes)
-	require.Len(t, r.Listing.RawSQL, 4)
+	require.Len(t, r.Listing.RawSQL, 5)
 	require.NotEmpty(t, r.StoreFileBytesEnd)
 
 	_, err = Run(ctx, Options{WorkDir: t.TempDir(), Phases: []string{"conc"}})

@@ -50,8 +50,11 @@ func drain(ctx context.Context, d *sql.DB, q string, args ...any) (int, error) {
 	return n, rows.Err()
 }
 
-const rawSearchSelect = "SELECT m.id, m.session_id, m.role, snippet(%[1]s, -1, '>>>', '<<<', '...', 40), m.timestamp, s.source, s.model " +
-	"FROM %[1]s JOIN messages m ON m.id = %[1]s.rowid JOIN sessions s ON s.id = m.session_id WHERE %[1]s MATCH ? ORDER BY rank LIMIT 20"
+// rawSearchSelect: the 20 best rows by bm25 from the FTS table alone (FTS5
+// sorts with a bounded heap), then their messages and sessions.
+const rawSearchSelect = "SELECT m.id, m.session_id, m.role, h.snip, m.timestamp, s.source, s.model FROM " +
+	"(SELECT rowid, rank, snippet(%[1]s, -1, '>>>', '<<<', '...', 40) AS snip FROM %[1]s WHERE %[1]s MATCH ? ORDER BY rank LIMIT 20) h " +
+	"JOIN messages m ON m.id = h.rowid JOIN sessions s ON s.id = m.session_id ORDER BY h.rank"
 
 // rawSearch times one statement on the index the route used: FTS5 MATCH
 // on messages_fts (word routes) or messages_fts_trigram (trigram routes)
@@ -63,14 +66,14 @@ func rawSearch(ctx context.Context, d *sql.DB, p *params, run repo.SearchResult,
 	switch run.Route {
 	case repo.RouteWord:
 		q, args = strings.ReplaceAll(rawSearchSelect, "%[1]s", "messages_fts"), []any{run.Sanitized}
-		qr.RawSQLStatement = "FTS5 MATCH on messages_fts, ORDER BY rank, snippet, LIMIT 20"
+		qr.RawSQLStatement = "FTS5 MATCH on messages_fts, ORDER BY rank LIMIT 20 with snippet, then messages and sessions"
 	case repo.RouteTrigram, repo.RouteWordRetry:
 		term := strings.Trim(run.Sanitized, `"`)
 		if run.Route == repo.RouteWordRetry || term == "" {
 			term = strings.Trim(qr.Query, `"*`)
 		}
 		q, args = strings.ReplaceAll(rawSearchSelect, "%[1]s", "messages_fts_trigram"), []any{`"` + strings.ReplaceAll(term, `"`, `""`) + `"`}
-		qr.RawSQLStatement = "FTS5 MATCH on messages_fts_trigram, ORDER BY rank, snippet, LIMIT 20"
+		qr.RawSQLStatement = "FTS5 MATCH on messages_fts_trigram, ORDER BY rank LIMIT 20 with snippet, then messages and sessions"
 	default:
 		term := strings.Trim(qr.Query, `"*`)
 		q = "SELECT m.id, m.session_id, m.role, substr(m.content, 1, 200), m.timestamp, s.source, s.model FROM messages m " +
@@ -99,10 +102,16 @@ var rawListingSQL = map[string]string{
 	"list_started_at": `SELECT s.*, (SELECT substr(replace(replace(m.content, char(10), ' '), char(13), ' '), 1, 63) FROM messages m
 		WHERE m.session_id = s.id AND m.role = 'user' AND m.content IS NOT NULL ORDER BY m.timestamp, m.id LIMIT 1) AS preview,
 		COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id), s.started_at) AS last_active
-		FROM (SELECT * FROM sessions WHERE parent_session_id IS NULL ORDER BY started_at DESC LIMIT 20) s ORDER BY s.started_at DESC`,
+		FROM (SELECT * FROM sessions ORDER BY started_at DESC LIMIT 20) s ORDER BY s.started_at DESC`,
 	// Hermes' way: the last activity of every session, sorted.
 	"list_last_active_full": `SELECT s.*, COALESCE((SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id), s.started_at) AS last_active
 		FROM sessions s WHERE s.parent_session_id IS NULL ORDER BY last_active DESC LIMIT 20`,
+	// With hermesstate's activity table: 20 rows from its index, then
+	// each one's preview.
+	"list_last_active_index": `SELECT s.*, a.active_at, (SELECT substr(replace(replace(m.content, char(10), ' '), char(13), ' '), 1, 63) FROM messages m
+		WHERE m.session_id = s.id AND m.role = 'user' AND m.content IS NOT NULL ORDER BY m.timestamp, m.id LIMIT 1) AS preview
+		FROM (SELECT session_id, active_at FROM hermesstate_session_activity ORDER BY active_at DESC LIMIT 20) a
+		JOIN sessions s ON s.id = a.session_id ORDER BY a.active_at DESC`,
 	// Replay of one session: the columns a conversation needs.
 	"replay": `SELECT role, content, tool_call_id, tool_calls, tool_name, reasoning, reasoning_content, reasoning_details,
 		codex_reasoning_items, codex_message_items, finish_reason, timestamp, api_content, display_kind, display_metadata,
@@ -128,8 +137,14 @@ func rawListing(ctx context.Context, p *params, res *ListingResult) error {
 		res.RawSQL[key] = tm
 		return nil
 	}
-	for _, k := range []string{"list_started_at", "list_last_active_full"} {
+	for _, k := range []string{"list_started_at", "list_last_active_full", "list_last_active_index"} {
 		q := rawListingSQL[k]
+		if k == "list_last_active_index" {
+			var n int
+			if d.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE name = 'hermesstate_session_activity'").Scan(&n); n == 0 {
+				continue
+			}
+		}
 		res.RawSQLStatements[k] = strings.Join(strings.Fields(q), " ")
 		if err := one(k, func() error { _, err := drain(ctx, d, q); return err }); err != nil {
 			return err

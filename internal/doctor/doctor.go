@@ -29,6 +29,7 @@ import (
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
 	"github.com/hermesstate/hermesstate/models"
+	"github.com/hermesstate/hermesstate/repo"
 )
 
 // Severity grades a finding.
@@ -63,6 +64,7 @@ const (
 	CheckForeignKey = "foreign_keys"
 	CheckSchema     = "schema"
 	CheckCounters   = "counters"
+	CheckActivity   = "activity"
 	CheckSpace      = "space"
 	CheckMigrations = "migrations"
 	CheckRepair     = "repair"
@@ -187,6 +189,7 @@ type state struct {
 	missingTabs  []migrations.Statement
 	missingCols  map[string][]migrations.Column
 	counterRows  int64
+	activity     bool             // the activity table must be rebuilt
 	orphans      map[string]int64 // "table.column" -> rows
 	ftsByName    map[string]ftsTable
 	layout       string
@@ -411,6 +414,7 @@ func (c *checker) run() {
 	c.fts()
 	c.foreignKeys()
 	c.counters()
+	c.activity()
 	c.versions()
 	c.collapseUnadopted()
 	c.repairMarkers()
@@ -766,6 +770,37 @@ func (c *checker) counters() {
 	c.r.state.counterRows = n
 	if n > 0 {
 		c.r.add(CheckCounters, Warning, "sessions", FixRepair, "%d sessions have counters that disagree with their rows (first: %s)", n, example)
+	}
+}
+
+// activity checks hermesstate's session activity table (the listing by
+// last activity reads it): its triggers are all there and every session's
+// row holds the value computed from the session and its messages.
+func (c *checker) activity() {
+	if !c.has("table", repo.ActivityTable) || !c.has("table", "sessions") || !c.has("table", "messages") {
+		return
+	}
+	var missing []string
+	for _, t := range repo.SessionActivityTriggers() {
+		if !c.has("trigger", t) {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		c.r.state.activity = true
+		c.r.add(CheckActivity, Warning, repo.ActivityTable, FixRepair, "triggers that keep %s are missing (%s): the listing by last activity may be stale",
+			repo.ActivityTable, strings.Join(missing, ", "))
+		return
+	}
+	var n int64
+	if err := c.db.QueryRowContext(c.ctx, repo.ActivityDriftSQL()).Scan(&n); err != nil {
+		c.r.add(CheckActivity, Warning, repo.ActivityTable, FixRepair, "checking %s failed: %s", repo.ActivityTable, describeErr(err))
+		c.r.state.activity = true
+		return
+	}
+	if n > 0 {
+		c.r.state.activity = true
+		c.r.add(CheckActivity, Warning, repo.ActivityTable, FixRepair, "%d sessions have a last activity in %s that disagrees with their rows", n, repo.ActivityTable)
 	}
 }
 

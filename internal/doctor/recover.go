@@ -22,6 +22,7 @@ import (
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
 	"github.com/hermesstate/hermesstate/models"
+	"github.com/hermesstate/hermesstate/repo"
 )
 
 // RecoverOptions configures Recover.
@@ -77,7 +78,7 @@ type RecoverReport struct {
 
 // derived tables are rebuilt on the new file, never copied.
 func isDerived(name string, fts map[string]ftsTable) bool {
-	if hfts.IsCJKTable(name) || strings.HasPrefix(name, "sqlite_") {
+	if hfts.IsCJKTable(name) || name == repo.ActivityTable || strings.HasPrefix(name, "sqlite_") {
 		return true
 	}
 	for t := range fts {
@@ -356,7 +357,7 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 		if o.Type != "table" || o.SQL == "" || strings.HasPrefix(o.Name, "sqlite_") {
 			continue
 		}
-		if _, isFTS := ftsTabs[o.Name]; isFTS || (isDerived(o.Name, ftsTabs) && !hfts.IsCJKTable(o.Name)) || o.Name == hfts.CJKLegacyTable {
+		if _, isFTS := ftsTabs[o.Name]; isFTS || (isDerived(o.Name, ftsTabs) && !hfts.IsCJKTable(o.Name) && o.Name != repo.ActivityTable) || o.Name == hfts.CJKLegacyTable {
 			continue
 		}
 		if _, err := dst.ExecContext(ctx, o.SQL); err != nil {
@@ -411,6 +412,15 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 		}
 		if _, err := dst.ExecContext(ctx, o.SQL); err != nil {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("create trigger %s: %v", o.Name, err))
+		}
+	}
+	// hermesstate's session activity table (created with the tables,
+	// never copied): computed from the copied sessions and messages.
+	for _, o := range objs {
+		if o.Type == "table" && o.Name == repo.ActivityTable {
+			if err := execAll(ctx, dst, repo.SessionActivityStatements()); err != nil {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %v", repo.ActivityTable, err))
+			}
 		}
 	}
 	// 3. Adoption (a no-op when the source was adopted: its migration
@@ -777,4 +787,19 @@ func readSchema(ctx context.Context, src *sql.DB) ([]srcObject, int64, error) {
 		return nil, lost, firstErr
 	}
 	return objs, lost, nil
+}
+
+// execAll runs statements in one transaction.
+func execAll(ctx context.Context, db *sql.DB, stmts []string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, q := range stmts {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			tx.Rollback()
+			return err
+		}
+	}
+	return tx.Commit()
 }

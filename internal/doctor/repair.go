@@ -14,6 +14,7 @@ import (
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
 	"github.com/hermesstate/hermesstate/models"
+	"github.com/hermesstate/hermesstate/repo"
 )
 
 // repairMarkerPrefix + table is the state_meta key holding the last message
@@ -300,6 +301,22 @@ func (rp *repairer) run() error {
 	if st.counterRows > 0 {
 		if err := rp.counters(); err != nil {
 			return err
+		}
+	}
+	// 6b. The session activity table: triggers recreated, rows recomputed.
+	if st.activity {
+		rp.act("activity", repo.ActivityTable, "recreate the triggers of "+repo.ActivityTable+" and recompute every session's last activity", 0)
+		if !dry {
+			if err := rp.tx("activity", func(tx *sql.Tx) error {
+				for _, q := range repo.SessionActivityStatements() {
+					if _, err := tx.ExecContext(rp.ctx, q); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
 		}
 	}
 	// 7. Optimise FTS indexes that hold more than one segment.
