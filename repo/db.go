@@ -61,6 +61,8 @@ type DB struct {
 	closed atomic.Bool
 	// activity caches whether the file has ActivityTable (1 yes, 2 no).
 	activity atomic.Int32
+	// convCols caches the SELECT list of a replay (conversationCols).
+	convCols atomic.Pointer[string]
 	corrupt  atomic.Pointer[error]
 
 	closeMu sync.Mutex

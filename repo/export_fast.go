@@ -1,6 +1,10 @@
 package repo
 
 import (
+	"strings"
+
+	"gorm.io/gorm"
+
 	"bytes"
 	"database/sql"
 	"encoding/json"
@@ -339,4 +343,46 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// conversationColumns are the messages columns ToConversation reads.
+var conversationColumns = []string{"id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "effect_disposition",
+	"timestamp", "finish_reason", "reasoning", "reasoning_content", "reasoning_details", "codex_reasoning_items",
+	"codex_message_items", "platform_message_id", "observed", "_compressed_summary", "api_content", "display_kind",
+	"display_metadata"}
+
+// conversationCols is the SELECT list of a replay: the conversationColumns
+// the file has (read once per store; columns are only ever added), "*"
+// when they cannot be read. Fewer columns per row is less work in the
+// driver, which converts every column of every row.
+func (d *DB) conversationCols(tx *gorm.DB) string {
+	if p := d.convCols.Load(); p != nil {
+		return *p
+	}
+	if d.Dialect != SQLite {
+		return "*"
+	}
+	rows, err := queryRows(tx, "SELECT name FROM pragma_table_info('messages')")
+	if err != nil {
+		return "*"
+	}
+	have := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if rows.Scan(&n) == nil {
+			have[n] = true
+		}
+	}
+	if rows.Err() != nil || rows.Close() != nil || len(have) == 0 {
+		return "*"
+	}
+	var cols []string
+	for _, c := range conversationColumns {
+		if have[c] {
+			cols = append(cols, `"`+c+`"`)
+		}
+	}
+	s := strings.Join(cols, ", ")
+	d.convCols.Store(&s)
+	return s
 }

@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -175,9 +176,12 @@ func (d *DB) afterMarker(marker string) string {
 // a fraction of the size to compile.
 func (d *DB) previewSQL(s string) string {
 	if d.Dialect == SQLite {
-		return fmt.Sprintf(`COALESCE((SELECT %[2]s(m.content, m.display_kind) FROM messages m
-		WHERE m.session_id = %[1]s.id AND m.role = 'user' AND m.content IS NOT NULL AND %[2]s(m.content, m.display_kind) IS NOT NULL
-		ORDER BY m.timestamp, m.id LIMIT 1), '')`, s, previewFunc)
+		// The function runs once per row looked at: the inner LIMIT -1
+		// keeps SQLite from flattening the subquery, which would evaluate
+		// it again in the outer WHERE.
+		return fmt.Sprintf(`COALESCE((SELECT p FROM (SELECT %[2]s(m.content, m.display_kind) AS p FROM messages m
+		WHERE m.session_id = %[1]s.id AND m.role = 'user' AND m.content IS NOT NULL ORDER BY m.timestamp, m.id LIMIT -1)
+		WHERE p IS NOT NULL LIMIT 1), '')`, s, previewFunc)
 	}
 	return d.previewSQLPlain(s)
 }
@@ -222,6 +226,9 @@ func (d *DB) lastActive(s string, act bool) string {
 	return lastActiveSQL(s)
 }
 
+// newlineSpacer turns LF and CR into spaces.
+var newlineSpacer = strings.NewReplacer("\n", " ", "\r", " ")
+
 // ShapePreview turns a raw preview (the head of a message) into what
 // pickers show: trimmed, newlines as spaces, cut to 60 characters plus
 // "..." when longer.
@@ -230,7 +237,7 @@ func ShapePreview(raw string) string {
 	if t == "" {
 		return ""
 	}
-	t = strings.NewReplacer("\n", " ", "\r", " ").Replace(t)
+	t = newlineSpacer.Replace(t)
 	if utf8.RuneCountInString(t) > previewMaxChars {
 		r := []rune(t)
 		return string(r[:previewMaxChars]) + "..."
@@ -596,11 +603,69 @@ func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, pro
 		// started_at order walks idx_sessions_started; the parent column is
 		// kept away from the planner so it does not pick idx_sessions_parent
 		// and sort every session.
-		page = fmt.Sprintf(`page AS (
-			SELECT s.id, s.started_at AS eff, s.started_at FROM sessions s %s
-			ORDER BY s.started_at DESC%s
-		)`, strings.ReplaceAll(f.sql(), "s.parent_session_id IS NULL", d.noIndex("s.parent_session_id")+" IS NULL"), limit)
-		args = append([]any{}, f.args...)
+		//
+		// The page's ids come first from a short statement of their own,
+		// then the rows from one that names them: compiling is most of a
+		// listing's cost here (the driver compiles every statement on every
+		// call), and two short statements compile in a fraction of the time
+		// of one long one; the compression-tip projection is left out when
+		// no paged row is a compressed root.
+		q := fmt.Sprintf(`SELECT s.id, CASE WHEN s.end_reason = 'compression' THEN 1 ELSE 0 END FROM sessions s %s
+			ORDER BY s.started_at DESC%s`, strings.ReplaceAll(f.sql(), "s.parent_session_id IS NULL", d.noIndex("s.parent_session_id")+" IS NULL"), limit)
+		rows, err := queryRows(tx, q, f.args...)
+		if err != nil {
+			return nil, err
+		}
+		anyCompressed := false
+		for rows.Next() {
+			var id string
+			var compressed int64
+			if err := rows.Scan(&id, &compressed); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			args = append(args, id)
+			anyCompressed = anyCompressed || compressed != 0
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+		if len(args) == 0 {
+			return nil, nil
+		}
+		project = project && anyCompressed
+		if !project {
+			// The rows by id, put in the page's order here (no sort to
+			// compile or run).
+			q := fmt.Sprintf(`SELECT s.*, COALESCE(sp.prompt, s.system_prompt) AS _prompt, %s AS _preview, %s AS _last_active
+				FROM sessions s LEFT JOIN system_prompts sp ON sp.hash = s.system_prompt_hash WHERE s.id IN (%s)`,
+				d.previewSQL("s"), d.lastActive("s", act), placeholders(len(args)))
+			got, err := scanRich(tx, q, args...)
+			if err != nil {
+				return nil, err
+			}
+			at := make(map[string]int, len(got))
+			for i := range got {
+				at[got[i].ID] = i
+			}
+			out := make([]richRow, 0, len(got))
+			for _, id := range args {
+				if i, ok := at[id.(string)]; ok {
+					out = append(out, got[i])
+				}
+			}
+			// Ties on started_at: id DESC, as the one-statement form sorted.
+			sort.SliceStable(out, func(i, j int) bool {
+				if out[i].StartedAt != out[j].StartedAt {
+					return out[i].StartedAt > out[j].StartedAt
+				}
+				return out[i].ID > out[j].ID
+			})
+			return out, nil
+		}
+		page = fmt.Sprintf(`page AS (SELECT s.id, s.started_at AS eff, s.started_at FROM sessions s WHERE s.id IN (%s))`, placeholders(len(args)))
 	}
 	tipJoin := ""
 	tipSel := ", NULL AS t_id"

@@ -333,7 +333,13 @@ func (r *messageRepo) List(ctx context.Context, sessionID string) ([]models.Mess
 // database/sql rows scanned into reused variables (export_fast.go's
 // scanner): GORM's reflection per row was most of a replay's cost.
 func listActive(tx *gorm.DB, op, sessionID string) ([]models.Message, error) {
-	rows, err := tx.Raw("SELECT * FROM messages WHERE session_id = ? AND active = 1 ORDER BY id", sessionID).Rows()
+	return listActiveCols(tx, op, sessionID, "*")
+}
+
+// listActiveCols is listActive reading only the columns cols (a SELECT
+// list); the fields of the others stay zero.
+func listActiveCols(tx *gorm.DB, op, sessionID, sel string) ([]models.Message, error) {
+	rows, err := queryRows(tx, "SELECT "+sel+" FROM messages WHERE session_id = ? AND active = 1 ORDER BY id", sessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -517,6 +523,9 @@ var (
 // ScrubMemoryContext removes <memory-context> blocks and the recalled
 // memory note from s and trims it.
 func ScrubMemoryContext(s string) string {
+	if !strings.Contains(s, "<memory-context>") && !strings.Contains(s, "[System note: The following is recalled memory context") {
+		return strings.TrimSpace(s) // nothing to remove: no regexp run
+	}
 	s = memoryBlockRE.ReplaceAllString(s, "")
 	s = memoryNoteRE.ReplaceAllString(s, "")
 	return strings.TrimSpace(s)
@@ -586,7 +595,7 @@ func (r *messageRepo) Conversation(ctx context.Context, sessionID string, opt Co
 		return conversationWith(ctx, r.db, op, sessionID, opt)
 	}
 	msgs, err := Read(ctx, r.db, op, func(tx *gorm.DB) ([]models.Message, error) {
-		return listActive(tx, op, sessionID)
+		return listActiveCols(tx, op, sessionID, r.db.conversationCols(tx))
 	})
 	if err != nil {
 		return nil, err

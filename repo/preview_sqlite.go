@@ -148,5 +148,7 @@ func rawPreview(c string) (string, bool) {
 	case merged:
 		return unwrapped, true
 	}
-	return sqlSubstrHead(strings.NewReplacer("\n", " ", "\r", " ").Replace(c), previewHeadChars), true
+	// Cut, then replace: LF and CR are one byte and one character, so this
+	// is SUBSTR(REPLACE(...), 1, n) without rewriting the whole text.
+	return newlineSpacer.Replace(sqlSubstrHead(c, previewHeadChars)), true
 }

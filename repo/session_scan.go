@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"context"
 	"database/sql"
 
 	"gorm.io/gorm"
@@ -217,7 +218,7 @@ func richCol(r *richRow, name string) (colDest, bool) {
 
 // scanRich runs q and reads every row into a richRow.
 func scanRich(tx *gorm.DB, q string, args ...any) ([]richRow, error) {
-	rows, err := tx.Raw(q, args...).Rows()
+	rows, err := queryRows(tx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -225,6 +226,16 @@ func scanRich(tx *gorm.DB, q string, args ...any) ([]richRow, error) {
 	cols, err := rows.Columns()
 	if err != nil {
 		return nil, err
+	}
+	// Which columns go into the row: known ones, the first of a repeated
+	// name (as in GORM); the others are read into a sink.
+	var probe richRow
+	use := make([]bool, len(cols))
+	seen := make(map[string]bool, len(cols))
+	for i, c := range cols {
+		if _, ok := richCol(&probe, c); ok && !seen[c] {
+			use[i], seen[c] = true, true
+		}
 	}
 	var out []richRow
 	dest := make([]any, len(cols))
@@ -234,14 +245,12 @@ func scanRich(tx *gorm.DB, q string, args ...any) ([]richRow, error) {
 		out = append(out, richRow{})
 		r := &out[len(out)-1]
 		posts = posts[:0]
-		seen := make(map[string]bool, len(cols))
 		for i, c := range cols {
-			cd, ok := richCol(r, c)
-			if !ok || seen[c] { // an unknown or repeated column: the first one wins, as in GORM
+			if !use[i] {
 				dest[i] = &sink
 				continue
 			}
-			seen[c] = true
+			cd, _ := richCol(r, c)
 			dest[i] = cd.dest
 			if cd.post != nil {
 				posts = append(posts, cd.post)
@@ -255,4 +264,19 @@ func scanRich(tx *gorm.DB, q string, args ...any) ([]richRow, error) {
 		}
 	}
 	return out, rows.Err()
+}
+
+// queryRows runs q on tx's connection with database/sql directly (no GORM
+// statement building: its callbacks and SQL rewriting cost as much as a
+// short statement's compilation on the hot reads).
+// On PostgreSQL GORM stays in the path: it rewrites the ? placeholders.
+func queryRows(tx *gorm.DB, q string, args ...any) (*sql.Rows, error) {
+	if tx.Dialector.Name() == "postgres" || tx.Statement.ConnPool == nil {
+		return tx.Raw(q, args...).Rows()
+	}
+	ctx := tx.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return tx.Statement.ConnPool.QueryContext(ctx, q, args...)
 }
