@@ -175,7 +175,7 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	if err := hooks.Register(w); err != nil {
 		return models.Wrap(models.ErrStorage, op, err, "")
 	}
-	if err := repo.RegisterSearchHooks(w); err != nil {
+	if err := repo.RegisterSearchHooks(w, s.db); err != nil {
 		return models.Wrap(models.ErrStorage, op, err, "")
 	}
 	if err := migrations.Run(ctx, w); err != nil {
@@ -508,6 +508,9 @@ func (s *Store) Close() error {
 		}
 		s.stopAutoMaintenance()
 		s.db.MarkClosed()
+		if !s.cfg.ReadOnly {
+			_ = s.db.FlushDeferredIndexing(context.Background())
+		}
 		if s.journal == "wal" && !s.cfg.ReadOnly {
 			s.checkpoint(context.Background(), "TRUNCATE")
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -307,13 +308,69 @@ func TestAppendDequeuesCJKQueue(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text("more plain text")})
 	require.NoError(t, err)
+	// Fewer rows than a batch: they wait in the queue (deferred), and a
+	// CJK search still finds them.
 	var pending int64
 	require.NoError(t, s.db.W.Raw("SELECT count(*) FROM hermesstate_cjk_pending").Scan(&pending).Error)
-	require.Zero(t, pending)
+	require.EqualValues(t, 3, pending)
 	hits, err := s.Search().Messages(ctx, "多云", repo.SearchOptions{})
 	require.NoError(t, err)
 	require.Len(t, hits, 1)
 	hits, err = s.Search().Messages(ctx, "plain", repo.SearchOptions{})
 	require.NoError(t, err)
 	require.Len(t, hits, 2)
+}
+
+// TestCJKIndexingDeferredInBatches: appended rows are indexed (CJK text)
+// or dequeued (none) in batches inside a later append, the rest at Close;
+// a 2-character search finds every CJK row before, during and after.
+func TestCJKIndexingDeferredInBatches(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(ctx, Config{Path: path})
+	require.NoError(t, err)
+	sess, err := s.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	require.NoError(t, err)
+	pending := func() int64 {
+		var n int64
+		require.NoError(t, s.db.W.Raw("SELECT count(*) FROM hermesstate_cjk_pending").Scan(&n).Error)
+		return n
+	}
+	postings := func() int64 {
+		var n int64
+		require.NoError(t, s.db.W.Raw("SELECT count(*) FROM hermesstate_cjk_postings").Scan(&n).Error)
+		return n
+	}
+	cjk := 0
+	for i := 0; i < 150; i++ {
+		text := fmt.Sprintf("plain message %d", i)
+		if i%3 == 0 {
+			text = fmt.Sprintf("桂林山水 %d", i)
+			cjk++
+		}
+		_, err := s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text(text)})
+		require.NoError(t, err)
+		require.Less(t, pending(), int64(repo.CJKDeferBatch), "a batch is flushed once collected")
+		if i == 70 {
+			require.Positive(t, postings(), "the first batch indexed its CJK rows")
+		}
+	}
+	require.Positive(t, pending(), "the last rows wait for the next batch")
+	hits, err := s.Search().Messages(ctx, "桂林", repo.SearchOptions{Limit: 200})
+	require.NoError(t, err)
+	require.Len(t, hits, cjk)
+	require.NoError(t, s.Close())
+
+	raw, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer raw.Close()
+	var n int
+	require.NoError(t, raw.QueryRow("SELECT count(*) FROM hermesstate_cjk_pending").Scan(&n))
+	require.Zero(t, n, "Close flushed the rest")
+	s2, err := Open(ctx, Config{Path: path})
+	require.NoError(t, err)
+	defer s2.Close()
+	hits, err = s2.Search().Messages(ctx, "桂林", repo.SearchOptions{Limit: 200})
+	require.NoError(t, err)
+	require.Len(t, hits, cjk)
 }

@@ -63,6 +63,8 @@ type DB struct {
 	activity atomic.Int32
 	// convCols caches the SELECT list of a replay (conversationCols).
 	convCols atomic.Pointer[string]
+	// cjkDefer collects inserted ids for the CJK index (cjkdefer.go).
+	cjkDefer cjkDeferral
 	corrupt  atomic.Pointer[error]
 
 	closeMu sync.Mutex

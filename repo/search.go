@@ -293,6 +293,12 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 	}
 	if st.pending && isCJK {
 		r.catchUp(ctx, 5000)
+		// Appends queue their rows for the index in batches (cjkdefer.go):
+		// after the catch-up the queue is usually empty again, and the
+		// route then reads the index alone.
+		if st2, err := Read(ctx, r.db, op, func(tx *gorm.DB) (searchState, error) { return readSearchState(tx, isCJK) }); err == nil {
+			st = st2
+		}
 	}
 	out, err := Read(ctx, r.db, op, func(tx *gorm.DB) (SearchResult, error) {
 		res := res
@@ -623,23 +629,20 @@ func (r *searchRepo) CatchUp(ctx context.Context, limit int) (int, error) {
 // gather before it drops their postings.
 const cjkGarbageMin = 1000
 
-// RegisterSearchHooks installs the GORM callback that writes the CJK
-// postings of messages inserted through GORM inside their insert
-// transaction. It returns GORM's registration error.
-func RegisterSearchHooks(db *gorm.DB) error {
+// RegisterSearchHooks installs the GORM callback that keeps the CJK index
+// of messages inserted through GORM: their ids are collected (d's
+// deferral) and indexed, or dequeued when they hold no CJK text, in batches
+// inside a later insert transaction (see deferCJK). It returns GORM's
+// registration error.
+func RegisterSearchHooks(db *gorm.DB, d *DB) error {
 	return db.Callback().Create().After("gorm:create").Register("hermesstate:cjk_index", func(tx *gorm.DB) {
 		if tx.Error != nil || tx.Statement.Schema == nil || tx.Statement.Schema.Table != "messages" {
 			return
 		}
 		var ids []int64
-		anyCJK := false
 		collect := func(m *models.Message) {
 			if m.ID > 0 {
 				ids = append(ids, m.ID)
-				if !anyCJK && (m.Content != nil && fts.ContainsCJK(*m.Content) ||
-					m.ToolName != nil && fts.ContainsCJK(*m.ToolName) || fts.ContainsCJK(string(m.ToolCalls))) {
-					anyCJK = true
-				}
 			}
 		}
 		switch v := tx.Statement.Dest.(type) {
@@ -665,16 +668,7 @@ func RegisterSearchHooks(db *gorm.DB) error {
 		if len(ids) == 0 {
 			return
 		}
-		// A failure leaves the rows queued; searches still find them.
-		if !anyCJK {
-			// Hot path of every append: the stored text has no CJK
-			// character (it holds at most the characters of these values),
-			// so there are no postings to write; only dequeue, without
-			// reading the rows back.
-			_ = fts.DequeuePending(tx.Session(&gorm.Session{NewDB: true}), ids)
-			return
-		}
-		_, _ = fts.IndexPendingIDs(tx.Session(&gorm.Session{NewDB: true}), ids)
+		d.deferCJK(tx.Session(&gorm.Session{NewDB: true}), ids)
 	})
 }
 
