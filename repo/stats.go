@@ -23,11 +23,13 @@ type AuxUsage struct {
 	APICallCount int64
 }
 
-// StatsFilter restricts the statistics to sessions of one source and/or
-// started at or after Since (epoch seconds; 0 = all).
+// StatsFilter restricts the statistics to sessions of one source (Source,
+// else any of Sources) and/or started at or after Since (epoch seconds;
+// 0 = all).
 type StatsFilter struct {
-	Source string
-	Since  float64
+	Source  string
+	Sources []string
+	Since   float64
 }
 
 // ModelStats aggregates session_model_usage per model (every task).
@@ -173,6 +175,11 @@ func statsFilter(op string, f StatsFilter, alias string) (*filter, error) {
 			return nil, err
 		}
 		q.add(alias+".source = ?", f.Source)
+	} else if len(f.Sources) > 0 {
+		if err := checkSources(op, f.Sources); err != nil {
+			return nil, err
+		}
+		q.add(alias+".source IN ("+placeholders(len(f.Sources))+")", anySlice(f.Sources)...)
 	}
 	if f.Since > 0 {
 		q.add(alias+".started_at >= ?", f.Since)

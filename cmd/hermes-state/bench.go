@@ -9,18 +9,12 @@ import (
 	"os/exec"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
-	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/internal/bench"
-	"github.com/hermesstate/hermesstate/models"
 )
-
-func init() { commands = append(commands, benchCmd, benchWorkerCmd) }
 
 func benchCmd(a *app) *cobra.Command {
 	var o bench.Options
@@ -57,14 +51,13 @@ prints the side-by-side table. The full corpus: python3 bench_hermes.py --corpus
 			o.Log = a.errOut
 			var bar *progressbar.ProgressBar
 			var barPhase string
-			if f, ok := a.errOut.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			if f, ok := a.terminal(); ok {
 				o.Progress = func(phase string, done, total int64) {
 					if bar == nil || phase != barPhase {
 						if bar != nil {
 							_ = bar.Finish()
 						}
-						bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription(phase),
-							progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
+						bar = newBar(f, total, phase)
 						barPhase = phase
 					}
 					_ = bar.Set64(done)
@@ -76,7 +69,7 @@ prints the side-by-side table. The full corpus: python3 bench_hermes.py --corpus
 			}
 			if err != nil {
 				if strings.HasPrefix(err.Error(), "bench: unknown phase") || strings.Contains(err.Error(), "need") {
-					return models.Errorf(hs.ErrInvalid, "bench", "%s", err.Error())
+					return invalidf("%s", err.Error())
 				}
 				return err
 			}

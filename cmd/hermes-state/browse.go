@@ -18,10 +18,6 @@ import (
 // runtime and the libraries), for --startup-time.
 var processStart = time.Now()
 
-func init() {
-	commands = append(commands, browseCmd)
-}
-
 func browseCmd(a *app) *cobra.Command {
 	var (
 		source, exportDir, format string
@@ -48,16 +44,18 @@ Conversation:
   n/p      next/previous message                f    fold/unfold tool calls
   y copy id   e export   t title   q/esc back to the list`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if format != "md" && format != "jsonl" {
-				return fmt.Errorf("--format must be md or jsonl (%w)", hs.ErrInvalid)
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := oneOf(cmd, "format", format, "md", "jsonl"); err != nil {
+				return err
 			}
 			if !term.IsTerminal(int(os.Stdout.Fd())) || !term.IsTerminal(int(os.Stdin.Fd())) {
-				return fmt.Errorf("browse needs a terminal; for scripts use 'sessions list', 'search' or 'export' (%w)", hs.ErrInvalid)
+				return invalidf("browse needs a terminal; for scripts use 'sessions list', 'search' or 'export'")
 			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			a.readOnly = true
-			st, err := a.open(ctx)
+			st, err := a.openRead(ctx)
 			if err != nil {
 				return err
 			}

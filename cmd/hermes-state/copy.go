@@ -13,8 +13,6 @@ import (
 	hs "github.com/hermesstate/hermesstate"
 )
 
-func init() { commands = append(commands, copyCmd) }
-
 // copyCmd copies a store (a SQLite file, Hermes-made ones included, or a
 // PostgreSQL schema) into an empty PostgreSQL schema.
 func copyCmd(a *app) *cobra.Command {
@@ -29,14 +27,17 @@ A SQLite source is read from a snapshot (VACUUM INTO a temporary file) and left
 untouched; an old Hermes file is brought to schema v30 in the snapshot first.
 A target with rows is refused.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" || to == "" {
-				return fmt.Errorf("copy needs --from and --to (%w)", hs.ErrInvalid)
+				return usagef(cmd, "copy needs --from PATH_OR_DSN and --to DSN")
 			}
 			if !hs.IsPostgresDSN(to) {
-				return fmt.Errorf("--to must be a postgres:// URL (%w)", hs.ErrInvalid)
+				return usagef(cmd, "--to must be a postgres:// URL")
 			}
+			return atLeast(cmd, "batch", batch, 1)
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
 			if toSchema == "" {
 				toSchema = a.schema
 			}

@@ -4,64 +4,69 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
-func init() {
-	commands = append(commands, ftsCmd)
-}
+// The fts group: rebuild and check the full-text indexes.
 
 func ftsCmd(a *app) *cobra.Command {
 	c := &cobra.Command{Use: "fts", Short: "Maintain the full-text indexes (rebuild, integrity check)"}
+	c.AddCommand(ftsRebuildCmd(a), ftsCheckCmd(a))
+	return c
+}
+
+func ftsRebuildCmd(a *app) *cobra.Command {
 	var chunk int
 	var polite bool
-	rebuild := &cobra.Command{
-		Use:   "rebuild",
-		Short: "Rebuild the FTS indexes in chunks (resumable; an old layout is converted to Hermes' current one)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
+	c := &cobra.Command{
+		Use:     "rebuild",
+		Short:   "Rebuild the FTS indexes in chunks (resumable; an old layout is converted to Hermes' current one)",
+		Args:    cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error { return atLeast(cmd, "chunk", chunk, 1) },
+		RunE: a.withStore(writes, func(cmd *cobra.Command, st *hs.Store, _ []string) error {
 			prog, finish := a.progress("fts rebuild")
 			opt := repo.RebuildOptions{Chunk: chunk, Progress: prog}
 			if polite {
-				opt.Pause = func(ctx context.Context, cost float64) {
-					d := max(200*time.Millisecond, time.Duration(4*cost*float64(time.Second)))
-					select {
-					case <-ctx.Done():
-					case <-time.After(d):
-					}
-				}
+				opt.Pause = politePause
 			}
-			err = st.Search().Rebuild(cmd.Context(), opt)
+			err := st.Search().Rebuild(cmd.Context(), opt)
 			finish()
 			if err != nil {
 				return err
 			}
-			if a.jsonOut {
-				return a.printJSON(map[string]any{"ok": true})
-			}
-			fmt.Fprintln(a.out, "fts rebuild complete")
-			return nil
-		},
+			return a.emit(map[string]any{"ok": true}, func(w io.Writer) error {
+				_, err := fmt.Fprintln(w, "fts rebuild complete")
+				return err
+			})
+		}),
 	}
-	rebuild.Flags().IntVar(&chunk, "chunk", 500, "message ids per transaction")
-	rebuild.Flags().BoolVar(&polite, "polite", false, "pause between chunks as Hermes does (max(0.2 s, 4 x chunk time)) so live writers get the lock")
-	check := &cobra.Command{
+	c.Flags().IntVar(&chunk, "chunk", 500, "message ids per transaction")
+	c.Flags().BoolVar(&polite, "polite", false, "pause between chunks as Hermes does (max(0.2 s, 4 x chunk time)) so live writers get the lock")
+	return c
+}
+
+// politePause sleeps between rebuild chunks as Hermes does:
+// max(0.2 s, 4 x the chunk's time).
+func politePause(ctx context.Context, cost float64) {
+	d := max(200*time.Millisecond, time.Duration(4*cost*float64(time.Second)))
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func ftsCheckCmd(a *app) *cobra.Command {
+	return &cobra.Command{
 		Use:   "check",
 		Short: "Run FTS5 integrity-check on every index and verify the CJK index",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
+		RunE: a.withStore(writes, func(cmd *cobra.Command, st *hs.Store, _ []string) error {
 			res, err := st.Search().Check(cmd.Context())
 			if err != nil {
 				return err
@@ -72,25 +77,22 @@ func ftsCmd(a *app) *cobra.Command {
 					bad++
 				}
 			}
-			if a.jsonOut {
-				if err := a.printJSON(res); err != nil {
-					return err
-				}
-			} else {
+			if err := a.emit(res, func(w io.Writer) error {
 				for _, r := range res {
 					state := "ok"
 					if !r.OK {
 						state = "FAILED: " + r.Detail
 					}
-					fmt.Fprintf(a.out, "%-28s %s\n", r.Table, state)
+					fmt.Fprintf(w, "%-28s %s\n", r.Table, state)
 				}
+				return nil
+			}); err != nil {
+				return err
 			}
 			if bad > 0 {
-				return errors.New(fmt.Sprint(bad, " index(es) failed the integrity check; run `hermes-state fts rebuild`"))
+				return errors.New(plural(int64(bad), "index", "indexes") + " failed the integrity check; run `hermes-state fts rebuild`")
 			}
 			return nil
-		},
+		}),
 	}
-	c.AddCommand(rebuild, check)
-	return c
 }

@@ -25,11 +25,23 @@ func run(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// errText is what the CLI prints for err after "hermes-state: ".
+func errText(err error) string { return (&app{}).errorText(err) }
+
+// runCLI runs the command line as main does and returns stdout, stderr and
+// the exit status.
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = execute(context.Background(), &app{out: &out, errOut: &errOut}, args)
+	return out.String(), errOut.String(), code
+}
+
 func TestCLIDemoListShowMessages(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "state.db")
 	out, err := run(t, "--db", db, "demo")
 	require.NoError(t, err)
-	require.Contains(t, out, "demo store written to")
+	require.Contains(t, out, "added 3 demo sessions to")
 
 	out, err = run(t, "--db", db, "--json", "sessions", "list")
 	require.NoError(t, err)
@@ -71,5 +83,5 @@ func TestCLIDemoListShowMessages(t *testing.T) {
 	_, err = run(t, "--db", db, "sessions", "show", "no-such-id")
 	require.Error(t, err)
 	require.Equal(t, 3, exitCode(err))
-	require.NotContains(t, oneLine(err), "\n")
+	require.NotContains(t, errText(err), "\n")
 }

@@ -12,10 +12,6 @@ import (
 	"github.com/hermesstate/hermesstate/internal/mcpserver"
 )
 
-func init() {
-	commands = append(commands, mcpCmd)
-}
-
 func mcpCmd(a *app) *cobra.Command {
 	var httpAddr string
 	var allowWrite bool

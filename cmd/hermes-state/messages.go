@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"time"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -11,31 +11,7 @@ import (
 	"github.com/hermesstate/hermesstate/repo"
 )
 
-func init() {
-	commands = append(commands, messagesCmd)
-}
-
-// printMessages writes one line per message (or the JSON list).
-func (a *app) printMessages(ms []models.Message) error {
-	if a.jsonOut {
-		return a.printJSON(ms)
-	}
-	for _, m := range ms {
-		line := contentLine(m.DecodedContent())
-		if m.ToolName != nil {
-			line = "(" + *m.ToolName + ") " + line
-		}
-		if n := models.ToolCallCount(m.ToolCalls); n > 0 {
-			line += fmt.Sprintf(" [%d tool call(s)]", n)
-		}
-		mark := ""
-		if m.Active == 0 {
-			mark = " (inactive)"
-		}
-		fmt.Fprintf(a.out, "#%d %s %s%s: %s\n", m.ID, m.Timestamp.Time().Local().Format(time.DateTime), m.Role, mark, line)
-	}
-	return nil
-}
+// The messages command: a session's messages, all, a page or a window.
 
 func messagesCmd(a *app) *cobra.Command {
 	var around, after int64
@@ -50,42 +26,37 @@ func messagesCmd(a *app) *cobra.Command {
 (rewound ones included, as Hermes' get_messages_around), --all adds rewound and
 archived messages. ID may be a unique prefix of the session id.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("around") && (cmd.Flags().Changed("after") || latest) {
+				return usagef(cmd, "--around cannot be combined with --after or --latest")
+			}
+			if err := atLeast(cmd, "limit", limit, 0); err != nil {
+				return err
+			}
+			return atLeast(cmd, "window", window, 0)
+		},
+		RunE: a.withSession(reads, func(cmd *cobra.Command, st *hs.Store, id string, args []string) error {
 			ctx := cmd.Context()
-			st, err := a.openRead(ctx)
-			if err != nil {
-				return err
-			}
-			id, err := st.Lineage().ResolveID(ctx, args[0])
-			if err != nil {
-				return err
-			}
 			if cmd.Flags().Changed("around") {
-				if cmd.Flags().Changed("after") || latest {
-					return fmt.Errorf("--around cannot be combined with --after or --latest (%w)", hs.ErrInvalid)
-				}
 				res, err := st.Transcript().Around(ctx, id, around, window)
 				if err != nil {
 					return err
 				}
 				if len(res.Window) == 0 {
-					return fmt.Errorf("message %d is not in session %s (%w)", around, id, hs.ErrNotFound)
-				}
-				if a.jsonOut {
-					return a.printJSON(res)
+					return failf(hs.ErrNotFound, "message %d is not in session %s", around, id)
 				}
 				ms := make([]models.Message, len(res.Window))
 				for i := range res.Window {
 					ms[i] = res.Window[i].Message
 				}
-				return a.printMessages(ms)
+				return a.emit(res, func(w io.Writer) error { return printMessages(w, id, ms) })
 			}
 			ms, err := st.Transcript().Get(ctx, id, repo.GetOptions{AfterID: after, Limit: limit, Latest: latest, IncludeInactive: all})
 			if err != nil {
 				return err
 			}
-			return a.printMessages(ms)
-		},
+			return a.emit(ms, func(w io.Writer) error { return printMessages(w, id, ms) })
+		}),
 	}
 	fl := c.Flags()
 	fl.Int64Var(&around, "around", 0, "show the messages around this message id")
@@ -95,4 +66,24 @@ archived messages. ID may be a unique prefix of the session id.`,
 	fl.BoolVar(&latest, "latest", false, "the newest --limit messages (still printed oldest first)")
 	fl.BoolVar(&all, "all", false, "include rewound and archived messages")
 	return c
+}
+
+// printMessages writes one line per message: id, time, role, text, tool
+// calls, tool name.
+func printMessages(w io.Writer, sessionID string, ms []models.Message) error {
+	if len(ms) == 0 {
+		_, err := fmt.Fprintf(w, "no messages in session %s\n", sessionID)
+		return err
+	}
+	for _, m := range ms {
+		mark := ""
+		if m.Active == 0 {
+			mark = " (inactive)"
+		}
+		line := messageLine(m.DecodedContent(), m.ToolCalls, deref(m.ToolName))
+		if _, err := fmt.Fprintf(w, "#%d %s %s%s: %s\n", m.ID, localTime(m.Timestamp), m.Role, mark, line); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -23,7 +23,7 @@ func TestCLIEveryCommandOnBothBackends(t *testing.T) {
 	for name, db := range targets {
 		out, err := run(t, append(db, "demo")...)
 		require.NoError(t, err, name)
-		require.Contains(t, out, "demo store written to", name)
+		require.Contains(t, out, "added 3 demo sessions to", name)
 
 		out, err = run(t, append(db, "--json", "migrate")...)
 		require.NoError(t, err, name)

@@ -86,7 +86,7 @@ func TestCLIReadCommandsChangeNothing(t *testing.T) {
 			for _, args := range readCommands(ids[0], t.TempDir()) {
 				out, err := run(t, append([]string{"--db", path}, args...)...)
 				if err != nil {
-					msg := oneLine(err)
+					msg := errText(err)
 					ok := strings.Contains(msg, "hermes-state migrate") || (args[0] == "doctor" && strings.Contains(msg, "problem"))
 					require.Truef(t, ok, "%v: %s", args, msg)
 				} else {
@@ -159,7 +159,7 @@ func TestCLIReadCommandsOnReadOnlyMount(t *testing.T) {
 			for _, args := range readCommands(ids[0], backups) {
 				_, err := run(t, append([]string{"--db", path}, args...)...)
 				if err != nil {
-					msg := oneLine(err)
+					msg := errText(err)
 					ok := strings.Contains(msg, "hermes-state migrate") || (args[0] == "doctor" && strings.Contains(msg, "problem"))
 					require.Truef(t, ok, "%v on a read-only mount: %s", args, msg)
 				}

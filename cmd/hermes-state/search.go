@@ -2,38 +2,54 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
-func init() {
-	commands = append(commands, searchCmd)
-}
+// The search command: Hermes' search_messages over every message.
 
 func searchCmd(a *app) *cobra.Command {
 	var opt repo.SearchOptions
 	var sources, exclude, roles []string
+	var sortBy string
 	var explain bool
 	c := &cobra.Command{
 		Use:   "search QUERY",
 		Short: "Full-text search over messages (Hermes' search_messages: snippet, session, context)",
-		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := a.openRead(cmd.Context())
-			if err != nil {
+		Long: `Search every message (content, tool names and tool-call arguments) as Hermes'
+search_messages does: words (all must occur), "a phrase", prefix*, OR, NOT, and
+substrings of CJK text. Hits come most relevant first (--sort newest or oldest
+by time). -v or --explain also print, on stderr, the route the search took
+(fts5, trigram, cjk_index, ...) and, with --explain, SQLite's query plan.`,
+		Args: cobra.MinimumNArgs(1),
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(strings.Join(args, " ")) == "" {
+				return usagef(cmd, "the query is empty: give the words to search for")
+			}
+			if err := oneOf(cmd, "sort", sortBy, "relevance", "newest", "oldest"); err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("source") {
-				opt.Sources = splitList(sources)
+			for _, r := range splitList(roles) {
+				if err := oneOf(cmd, "role", r, "user", "assistant", "tool", "system"); err != nil {
+					return err
+				}
 			}
-			if cmd.Flags().Changed("exclude-source") {
-				opt.ExcludeSources = splitList(exclude)
+			if err := atLeast(cmd, "limit", opt.Limit, 1); err != nil {
+				return err
 			}
-			opt.Roles = splitList(roles)
+			return atLeast(cmd, "offset", opt.Offset, 0)
+		},
+		RunE: a.withStore(reads, func(cmd *cobra.Command, st *hs.Store, args []string) error {
+			opt.Sources, opt.ExcludeSources, opt.Roles = splitList(sources), splitList(exclude), splitList(roles)
+			if sortBy != "relevance" {
+				opt.Sort = sortBy
+			}
 			q := strings.Join(args, " ")
 			run := st.Search().Run
 			if explain {
@@ -43,42 +59,44 @@ func searchCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.jsonOut {
-				return a.printJSON(res.Hits)
-			}
-			fmt.Fprintf(a.errOut, "query %q, sanitized %q, route %s: %d hits\n", q, res.Sanitized, res.Route, len(res.Hits))
-			for _, p := range res.Plan {
-				fmt.Fprintf(a.errOut, "  plan: %s\n", p)
-			}
-			tw := tabwriter.NewWriter(a.out, 0, 2, 2, ' ', 0)
-			for _, h := range res.Hits {
-				snip := ""
-				if h.Snippet != nil {
-					snip = strings.Join(strings.Fields(*h.Snippet), " ")
+			if a.verbose || explain {
+				fmt.Fprintf(a.errOut, "query %q, sanitized %q, route %s: %s\n", q, res.Sanitized, res.Route, plural(int64(len(res.Hits)), "hit", ""))
+				for _, p := range res.Plan {
+					fmt.Fprintf(a.errOut, "  plan: %s\n", p)
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", h.ID, h.SessionID, deref(h.Source), h.Role, snip)
 			}
-			return tw.Flush()
-		},
+			if res.Route == repo.RouteEmpty {
+				return invalidf("nothing searched: %q holds no word to search for once search operators and punctuation (AND, OR, NOT, quotes, parentheses, *, ...) are set aside", q)
+			}
+			return a.emit(res.Hits, func(w io.Writer) error { return printHits(w, q, res.Hits) })
+		}),
 	}
 	f := c.Flags()
-	f.StringSliceVar(&sources, "source", nil, "only sessions of these sources (repeat or comma-separate)")
-	f.StringSliceVar(&exclude, "exclude-source", nil, "leave out sessions of these sources")
-	f.StringSliceVar(&roles, "role", nil, "only these roles (a tool role searches full tool output with LIKE)")
-	f.IntVar(&opt.Limit, "limit", 20, "maximum hits")
+	sourceFlags(c, &sources, &exclude)
+	f.StringSliceVar(&roles, "role", nil, "only these roles: user, assistant, tool, system (a tool role searches full tool output with LIKE)")
+	f.IntVar(&opt.Limit, "limit", 20, "maximum hits (1 or more)")
 	f.IntVar(&opt.Offset, "offset", 0, "hits to skip")
-	f.StringVar(&opt.Sort, "sort", "", "newest or oldest (default: relevance)")
+	f.StringVar(&sortBy, "sort", "relevance", "relevance, newest or oldest")
 	f.BoolVar(&opt.IncludeInactive, "include-inactive", false, "also search rewound messages")
 	f.BoolVar(&explain, "explain", false, "print the route and SQLite query plan on stderr")
 	return c
 }
 
-func splitList(in []string) []string {
-	out := []string{}
-	for _, s := range in {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
+// printHits writes the hits as a table, snippets readable (tool-call JSON
+// shown as "-> name {arguments}").
+func printHits(w io.Writer, q string, hits []repo.SearchHit) error {
+	if len(hits) == 0 {
+		_, err := fmt.Fprintf(w, "no messages match %q\n", q)
+		return err
 	}
-	return out
+	tw := table(w)
+	fmt.Fprintln(tw, "SESSION\tMSG\tTIME\tSOURCE\tROLE\tSNIPPET")
+	for _, h := range hits {
+		role := h.Role
+		if t := deref(h.ToolName); t != "" && h.Role == "tool" {
+			role += " (" + t + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", h.SessionID, h.ID, localTime(models.Epoch(h.Timestamp)), deref(h.Source), role, readableSnippet(deref(h.Snippet)))
+	}
+	return tw.Flush()
 }

@@ -124,7 +124,7 @@ func TestCLIArchiveReadRewindResume(t *testing.T) {
 	// rewind by turn, then to a message.
 	out, err = run(t, "--db", db, "sessions", "rewind", "20260102_plain", "--turn", "-1")
 	require.NoError(t, err)
-	require.Equal(t, "rewound 2 message(s) of 20260102_plain; the prompt was: ask 3\n", out)
+	require.Equal(t, "rewound 2 messages of 20260102_plain; the prompt was: ask 3\n", out)
 	out, err = run(t, "--db", db, "--json", "sessions", "rewind", "20260102_plain", "--to", fmt.Sprint(ids[2]))
 	require.NoError(t, err)
 	var rw map[string]any
@@ -148,7 +148,7 @@ func TestCLIArchiveReadRewindResume(t *testing.T) {
 	// resume follows the compression chain and shows the lineage.
 	out, err = run(t, "--db", db, "sessions", "resume", "20260101_ro")
 	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(out, "resume 20260101_tip: 4 message(s) shown, 2 sent to the model\n"), out)
+	require.True(t, strings.HasPrefix(out, "resume 20260101_tip: 4 messages shown, 2 sent to the model\n"), out)
 	require.Contains(t, out, "[user] first ask")
 	out, err = run(t, "--db", db, "--json", "sessions", "resume", "20260101_root")
 	require.NoError(t, err)

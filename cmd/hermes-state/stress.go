@@ -25,8 +25,6 @@ import (
 	"github.com/hermesstate/hermesstate/repo"
 )
 
-func init() { commands = append(commands, stressCmd, stressWorkerCmd) }
-
 // runMainEnv makes a Go test binary behave as this CLI (see TestMain in
 // stress_test.go); the stress command sets it for its workers so that it
 // can re-execute whichever binary it runs in.
@@ -159,10 +157,16 @@ acknowledged message present exactly once, message_count equal to the row count 
 session, and reports errors by kind and latency percentiles (JSON with --json).
 It exits non-zero when a message was lost or duplicated, a counter is wrong, or an append failed.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.procs < 1 || o.appends < 1 {
-				return models.Errorf(hs.ErrInvalid, "stress", "--procs and --appends must be at least 1")
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := atLeast(cmd, "procs", o.procs, 1); err != nil {
+				return err
 			}
+			if err := atLeast(cmd, "search-every", o.readEvery, 0); err != nil {
+				return err
+			}
+			return atLeast(cmd, "appends", o.appends, 1)
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := runStress(cmd.Context(), a, o)
 			if err != nil {
 				return err

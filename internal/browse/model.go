@@ -22,6 +22,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/errtext"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -367,12 +368,13 @@ func (m *Model) onTitle(msg titleMsg) tea.Cmd {
 	return nil
 }
 
-// errText is an error's message on one line.
+// errText is an error's message on one line, in the user's terms (as the
+// CLI says it).
 func errText(err error) string {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "timed out"
 	}
-	return oneLine(err.Error())
+	return oneLine(errtext.Message(err))
 }
 
 func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/errtext"
 	"github.com/hermesstate/hermesstate/internal/mcpserver"
 )
 
@@ -54,7 +55,7 @@ var badCalls = []badCall{
 	{mcpserver.ToolGetConversation, map[string]any{"session_id": sBig, "max_bytes": 10}, "max_bytes"},
 	{mcpserver.ToolGetConversation, map[string]any{"session_id": sBig, "max_bytes": 1e12}, "max_bytes"},
 	{mcpserver.ToolGetSession, map[string]any{"session_id": ""}, "session_id"},
-	{mcpserver.ToolGetSession, map[string]any{"session_id": "nope"}, "not found"},
+	{mcpserver.ToolGetSession, map[string]any{"session_id": "nope"}, `no session id starts with "nope"`},
 	{mcpserver.ToolGetSession, map[string]any{"session_id": []string{"a"}}, "session_id"},
 }
 
@@ -85,14 +86,14 @@ func TestBadArguments(t *testing.T) {
 	cs := connect(t, st, mcpserver.Options{AllowWrite: true})
 	checkBadCalls(t, cs)
 
-	// The messages are the CLI's: the store's error, first line.
+	// The messages are the CLI's: the store's error in the user's terms, first line.
 	ctx := context.Background()
 	_, err := st.Lineage().ResolveID(ctx, "no-such-session")
 	require.ErrorIs(t, err, hs.ErrNotFound)
-	require.Equal(t, err.Error(), toolErr(t, cs, mcpserver.ToolGetConversation, map[string]any{"session_id": "no-such-session"}))
+	require.Equal(t, errtext.FirstLine(err), toolErr(t, cs, mcpserver.ToolGetConversation, map[string]any{"session_id": "no-such-session"}))
 	_, err = st.Lineage().ResolveID(ctx, "s-")
 	require.ErrorIs(t, err, hs.ErrConflict)
-	require.Equal(t, err.Error(), toolErr(t, cs, mcpserver.ToolGetSession, map[string]any{"session_id": "s-"}))
+	require.Equal(t, errtext.FirstLine(err), toolErr(t, cs, mcpserver.ToolGetSession, map[string]any{"session_id": "s-"}))
 
 	// Unknown tools are refused by the protocol, not run.
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "drop_everything", Arguments: map[string]any{}})
@@ -137,9 +138,10 @@ func checkWriteTools(t *testing.T, st *hs.Store) {
 	msg := toolErr(t, cs, mcpserver.ToolSetTitle, map[string]any{"session_id": sBig, "title": "Quokka trip"})
 	_, err = st.Titles().Set(ctx, sBig, "Quokka trip")
 	require.ErrorIs(t, err, hs.ErrConflict)
-	require.Equal(t, err.Error(), msg)
+	require.Equal(t, `title "Quokka trip" is already in use by session `+sTG, msg)
+	require.Equal(t, errtext.FirstLine(err), msg)
 	require.Contains(t, toolErr(t, cs, mcpserver.ToolSetTitle, map[string]any{"session_id": sTG, "title": strings.Repeat("t", 300)}), "100")
-	require.Contains(t, toolErr(t, cs, mcpserver.ToolSetTitle, map[string]any{"session_id": "nope", "title": "x"}), "not found")
+	require.Contains(t, toolErr(t, cs, mcpserver.ToolSetTitle, map[string]any{"session_id": "nope", "title": "x"}), `no session id starts with "nope"`)
 	require.Contains(t, toolErr(t, cs, mcpserver.ToolSetTitle, map[string]any{"session_id": sTG}), "title")
 	// Clearing.
 	require.Empty(t, call[titleOut](t, cs, mcpserver.ToolSetTitle, map[string]any{"session_id": sTG, "title": ""}).Title)
@@ -167,7 +169,7 @@ func checkWriteTools(t *testing.T, st *hs.Store) {
 	require.EqualValues(t, 4, g.Session.MessageCount)
 	require.Contains(t, toolErr(t, cs, mcpserver.ToolAppendNote, map[string]any{"session_id": sTG, "text": "  "}), "text")
 	require.Contains(t, toolErr(t, cs, mcpserver.ToolAppendNote, map[string]any{"session_id": sTG, "text": strings.Repeat("n", mcpserver.MaxNoteLength+1)}), "text")
-	require.Contains(t, toolErr(t, cs, mcpserver.ToolAppendNote, map[string]any{"session_id": "nope", "text": "x"}), "not found")
+	require.Contains(t, toolErr(t, cs, mcpserver.ToolAppendNote, map[string]any{"session_id": "nope", "text": "x"}), `no session id starts with "nope"`)
 	n, err = st.Messages().Count(ctx, sTG)
 	require.NoError(t, err)
 	require.EqualValues(t, 4, n, "failed notes wrote nothing")
@@ -176,5 +178,5 @@ func checkWriteTools(t *testing.T, st *hs.Store) {
 	_, err = st.Sessions().End(ctx, sChild, "compression")
 	require.NoError(t, err)
 	msg = toolErr(t, cs, mcpserver.ToolAppendNote, map[string]any{"session_id": sChild, "text": "late"})
-	require.Contains(t, msg, "conflict")
+	require.Contains(t, msg, "was ended by compression; append to its continuation")
 }

@@ -213,5 +213,5 @@ func TestToolsOnEmptyStore(t *testing.T) {
 	l := call[listOut](t, cs, mcpserver.ToolListSessions, map[string]any{})
 	require.Empty(t, l.Sessions)
 	require.NotNil(t, l.Sessions, "an empty list, not null")
-	require.Contains(t, toolErr(t, cs, mcpserver.ToolGetConversation, map[string]any{"session_id": "x"}), "not found")
+	require.Contains(t, toolErr(t, cs, mcpserver.ToolGetConversation, map[string]any{"session_id": "x"}), `no session id starts with "x"`)
 }

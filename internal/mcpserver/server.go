@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/errtext"
 )
 
 // Name is the implementation name the server reports to clients.
@@ -102,16 +103,12 @@ func buildVersion() string {
 }
 
 // toolError is the error a tool reports: the first line of the store's
-// message, as `hermes-state` prints it on stderr.
+// message in the user's terms, as `hermes-state` prints it on stderr.
 func toolError(err error) error {
 	if err == nil {
 		return nil
 	}
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return errors.New(s)
+	return errors.New(errtext.FirstLine(err))
 }
 
 // invalid builds the error of a refused argument; its message names the

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	hs "github.com/hermesstate/hermesstate"
+)
+
+// The migrate command: adopt or upgrade the store and say its version.
+
+func migrateCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Bring the store to the current schema (Open does this too) and report the version",
+		Args:  cobra.NoArgs,
+		RunE: a.withStore(writes, func(cmd *cobra.Command, st *hs.Store, _ []string) error {
+			v, err := st.SchemaVersion(cmd.Context())
+			if err != nil {
+				return err
+			}
+			pending, err := st.MigrationsPending(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := a.emit(map[string]any{"path": st.Path(), "location": st.Location(), "driver": st.Driver(), "schema_version": v,
+				"pending": pending, "sqlite_version": st.SQLiteVersion(), "journal_mode": st.JournalMode(),
+				"server_version": st.ServerVersion(), "newer_schema": st.NewerSchema() > 0}, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "%s: Hermes schema version %d, %s pending, %s\n", st.Location(), v, plural(int64(len(pending)), "migration", ""), st.Engine())
+				return err
+			}); err != nil {
+				return err
+			}
+			if n := st.NewerSchema(); n > 0 {
+				return failf(hs.ErrUnsupported, "%s has Hermes schema version %d, newer than %d: it was not migrated (nothing was changed); upgrade hermes-state to write to it", st.Location(), n, hs.HermesSchemaVersion)
+			}
+			return nil
+		}),
+	}
+}

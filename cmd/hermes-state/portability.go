@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/safefile"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
+	"github.com/hermesstate/hermesstate/repo"
+)
+
+// Moving data in and out: export, import, backup.
+
+func exportCmd(a *app) *cobra.Command {
+	var f repo.ExportFilter
+	var sources []string
+	var format, outPath string
+	var ids []string
+	c := &cobra.Command{
+		Use:   "export",
+		Short: "Export sessions with their messages as JSONL (default, to stdout) or Markdown",
+		Args:  cobra.NoArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			return oneOf(cmd, "format", format, "jsonl", "json", "md", "markdown")
+		},
+		RunE: a.withStore(reads, func(cmd *cobra.Command, st *hs.Store, _ []string) error {
+			f.Sources = splitList(sources)
+			var w io.Writer = a.out
+			var out *outFile
+			if outPath != "" && outPath != "-" {
+				var err error
+				if out, err = newOutFile(outPath); err != nil {
+					return err
+				}
+				defer out.abort()
+				w = out
+			}
+			p, done := a.progress("export")
+			defer done()
+			var err error
+			switch format {
+			case "jsonl", "json":
+				_, err = st.Portability().WriteJSONL(cmd.Context(), w, f, ids, p)
+			default:
+				_, err = st.Portability().WriteMarkdown(cmd.Context(), w, f, ids, p)
+			}
+			if err == nil && out != nil {
+				err = out.commit()
+			}
+			return err
+		}),
+	}
+	c.Flags().StringVar(&format, "format", "jsonl", "jsonl or md")
+	c.Flags().StringSliceVar(&ids, "session", nil, "export only this session (repeatable)")
+	sourceFlags(c, &sources, nil)
+	c.Flags().StringVarP(&outPath, "output", "o", "", "write to this new file instead of stdout (given its name only when complete; never overwritten)")
+	return c
+}
+
+func importCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "import FILE",
+		Short: "Import a JSONL export (existing session ids are skipped; missing parents detached; - reads stdin)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			var r io.Reader = os.Stdin
+			if args[0] != "-" {
+				file, err := os.Open(args[0])
+				if err != nil {
+					return fileError("cannot read", args[0], err)
+				}
+				defer file.Close()
+				r = file
+			}
+			// An import into a store that does not exist yet creates it;
+			// when the import fails, the new store goes too.
+			if newFile := a.missingStoreFile(); newFile != "" {
+				defer func() {
+					if err != nil {
+						a.close()
+						for _, p := range []string{newFile, newFile + "-wal", newFile + "-shm", newFile + "-journal"} {
+							_ = os.Remove(p)
+						}
+					}
+				}()
+			}
+			return a.withStore(writes, func(cmd *cobra.Command, st *hs.Store, _ []string) error {
+				p, done := a.progress("import")
+				res, err := st.Portability().Import(cmd.Context(), bufio.NewReader(r), p)
+				done()
+				if err != nil {
+					return err
+				}
+				return a.emit(res, func(w io.Writer) error {
+					_, err := fmt.Fprintf(w, "imported %s (%s), skipped %d existing, detached %d\n",
+						plural(int64(res.Sessions), "session", ""), plural(int64(res.Messages), "message", ""), res.Skipped, res.Detached)
+					return err
+				})
+			})(cmd, args)
+		},
+	}
+}
+
+// missingStoreFile is the SQLite file --db names when it does not exist
+// yet ("" for PostgreSQL or an existing file).
+func (a *app) missingStoreFile() string {
+	if hs.IsPostgresDSN(a.dbPath) {
+		return ""
+	}
+	path := a.config().Path
+	if path == "" {
+		path = hs.DefaultPath()
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return path
+	}
+	return ""
+}
+
+// fileError says what could not be done with a file the user named, the
+// path and the cause in words (exit 3 when it does not exist).
+func fileError(what, path string, err error) error {
+	kind := hs.ErrStorage
+	if errors.Is(err, fs.ErrNotExist) {
+		kind = hs.ErrNotFound
+	}
+	return &hs.Error{Kind: kind, Msg: fmt.Sprintf("%s %s: %s", what, path, sqlitex.Describe(err)), Err: err}
+}
+
+func backupCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "backup FILE",
+		Short: "Write a consistent copy of the database to a new file (VACUUM INTO; never overwrites)",
+		Args:  cobra.ExactArgs(1),
+		RunE: a.withStore(reads, func(cmd *cobra.Command, st *hs.Store, args []string) error {
+			if err := st.Cleanup().Backup(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			return a.emit(map[string]any{"backup": args[0]}, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "backup written to %s\n", args[0])
+				return err
+			})
+		}),
+	}
+}
+
+// outFile is a new output file written under a private temporary name in
+// its directory and given its name only when complete (commit): a failed or
+// killed export leaves no partial file, and an existing file is never
+// overwritten.
+type outFile struct {
+	*os.File
+	tmp, path string
+	done      bool
+}
+
+// outTempPrefix starts the name of an output file being written.
+const outTempPrefix = ".hermes-state-out-"
+
+// newOutFile starts a new output file at path; an existing path is a
+// conflict (said as backup says it).
+func newOutFile(path string) (*outFile, error) {
+	if _, err := os.Lstat(path); err == nil {
+		return nil, failf(hs.ErrConflict, "%s already exists; choose a new file", path)
+	}
+	dir := filepath.Dir(path)
+	safefile.RemoveStale(dir, outTempPrefix)
+	tmp, err := safefile.CreateTemp(dir, outTempPrefix)
+	if err != nil {
+		return nil, fileError("cannot write in", dir, err)
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY, 0)
+	if err != nil {
+		_ = os.Remove(tmp)
+		return nil, fileError("cannot write", tmp, err)
+	}
+	return &outFile{File: f, tmp: tmp, path: path}, nil
+}
+
+// commit closes the file and gives it its name.
+func (o *outFile) commit() error {
+	if err := o.File.Close(); err != nil {
+		return fileError("cannot write", o.path, err)
+	}
+	if err := safefile.Publish(o.tmp, o.path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return failf(hs.ErrConflict, "%s appeared meanwhile; not overwritten", o.path)
+		}
+		return fileError("cannot name", o.path, err)
+	}
+	o.done = true
+	return nil
+}
+
+// abort removes the temporary file unless commit succeeded.
+func (o *outFile) abort() {
+	if !o.done {
+		_ = o.File.Close()
+		_ = os.Remove(o.tmp)
+	}
+}
