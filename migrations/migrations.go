@@ -14,27 +14,8 @@
 // file at once therefore migrate it once; the second waits for the lock and
 // then finds nothing to do. A failing step rolls everything back.
 //
-// # gormigrate IDs and Hermes schema versions
-//
-// IDs are append-only; never renumber or remove one.
-//
-//	0001_hermes_v30_baseline        tables, columns, keys, indexes, display triggers of v30
-//	0002_hermes_v16_delegate_tags   Hermes data step 16 (only files below v16)
-//	0003_hermes_v20_usage_seed      Hermes data step 20 (only files below v20)
-//	0004_hermes_v25_system_prompts  Hermes data step 25 (only files below v25)
-//	0005_hermes_v30_stamp           schema_version = 30
-//	0006_fts_tables                 FTS5 word + trigram tables, views, triggers (Hermes steps 10/11/23):
-//	                                a new file gets Hermes' current layout; a Hermes file keeps its
-//	                                own layout, with v10's broken delete/update triggers replaced by v11's
-//	0007_hermesstate_cjk_index      hermesstate's CJK posting table, its queue and triggers; every
-//	                                existing message is queued for indexing
-//
-// Hermes steps 2–9, 12 and 22 are covered by the baseline (column
-// reconciliation, active = 1 where NULL, the usage primary-key rebuild);
-// steps 10, 11, 23, 29 and 30 concern FTS (package fts); step 18 reads
-// $HERMES_HOME/sessions/sessions.json, which is not ours to read, and is
-// skipped: the gateway columns stay NULL, as Hermes leaves them when that
-// file is absent.
+// The steps, their IDs and the Hermes version each maps to are in one
+// literal list, List (list.go), with the rules for changing it at its head.
 package migrations
 
 import (
@@ -56,24 +37,6 @@ import (
 // TableName is the gormigrate bookkeeping table.
 const TableName = "hermesstate_migrations"
 
-// Migration is one gormigrate step with the Hermes version it relates to.
-//
-// The list is the same on both dialects. On PostgreSQL a step runs Postgres
-// when it is set, else nothing when SQLiteOnly is set (FTS5 objects, PRAGMA
-// work, fixes of old Hermes files, which a fresh PostgreSQL schema never
-// needs), else Apply (portable SQL). Either way its ID is recorded.
-type Migration struct {
-	ID string
-	// BelowVersion, when non-zero, makes the step run only on files whose
-	// original schema_version is below it (a Hermes data step).
-	BelowVersion int
-	Apply        func(tx *gorm.DB) error
-	// SQLiteOnly skips the step on PostgreSQL (when Postgres is nil).
-	SQLiteOnly bool
-	// Postgres, when set, replaces Apply on PostgreSQL.
-	Postgres func(tx *gorm.DB) error
-}
-
 // IsPostgres reports whether tx talks to PostgreSQL.
 func IsPostgres(tx *gorm.DB) bool { return tx.Dialector.Name() == "postgres" }
 
@@ -88,28 +51,6 @@ func (m Migration) apply(tx *gorm.DB) error {
 		}
 	}
 	return m.Apply(tx)
-}
-
-// Extra migrations appended by other packages of this module (FTS). They run
-// after the built-in list, in the order registered. Register only from init.
-var extra []Migration
-
-// Register appends migrations to the list. IDs must be new and are
-// append-only. It is meant for package init functions.
-func Register(ms ...Migration) { extra = append(extra, ms...) }
-
-// List returns every migration in order.
-func List() []Migration {
-	base := []Migration{
-		{ID: "0001_hermes_v30_baseline", Apply: baseline, Postgres: baselinePostgres},
-		{ID: "0002_hermes_v16_delegate_tags", BelowVersion: 16, Apply: stepV16DelegateTags, SQLiteOnly: true},
-		{ID: "0003_hermes_v20_usage_seed", BelowVersion: 20, Apply: stepV20UsageSeed, SQLiteOnly: true},
-		{ID: "0004_hermes_v25_system_prompts", BelowVersion: 25, Apply: stepV25SystemPrompts, SQLiteOnly: true},
-		{ID: "0005_hermes_v30_stamp", Apply: stampVersion},
-		{ID: "0006_fts_tables", Apply: ftsTables, Postgres: postgresSearchObjects},
-		{ID: "0007_hermesstate_cjk_index", Apply: fts.EnsureCJKIndex, SQLiteOnly: true},
-	}
-	return append(base, extra...)
 }
 
 // Pending returns the IDs of migrations not yet recorded in the file. It

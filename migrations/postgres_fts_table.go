@@ -2,7 +2,7 @@ package migrations
 
 import "gorm.io/gorm"
 
-// PostgresFTSTable is the Postgres step of migration
+// postgresFTSTable is the Postgres step of migration
 // 0101_hermesstate_pg_messages_fts: the word document of every message is
 // kept in hs_messages_fts(id, doc tsvector) by triggers on messages (like
 // FTS5's external-content table), with a GIN index on doc. Ranking and
@@ -10,7 +10,7 @@ import "gorm.io/gorm"
 // document of every matching row (which the expression index of 0006
 // made necessary for ts_rank). The expression index is dropped. On SQLite
 // the step does nothing.
-func PostgresFTSTable(tx *gorm.DB) error {
+func postgresFTSTable(tx *gorm.DB) error {
 	for _, q := range []string{
 		`CREATE TABLE IF NOT EXISTS hs_messages_fts (
 			id BIGINT PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,

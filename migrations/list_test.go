@@ -1,0 +1,50 @@
+package migrations
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDesignTableMatchesList: the table of docs/DESIGN.md ("How migrations
+// run") names every step of List, in order, with the same Hermes version.
+func TestDesignTableMatchesList(t *testing.T) {
+	b, err := os.ReadFile("../docs/DESIGN.md")
+	require.NoError(t, err)
+	row := regexp.MustCompile("^\\| `([0-9]{4}_[a-z0-9_]+)` \\| ([^|]+) \\|")
+	type step struct{ id, hermes string }
+	var doc []step
+	for _, l := range strings.Split(string(b), "\n") {
+		if m := row.FindStringSubmatch(l); m != nil {
+			doc = append(doc, step{m[1], strings.TrimSpace(m[2])})
+		}
+	}
+	var list []step
+	for _, m := range List() {
+		list = append(list, step{m.ID, m.Hermes})
+	}
+	require.Equal(t, list, doc, "docs/DESIGN.md's migration table and migrations.List differ")
+}
+
+// TestListRules checks what the rules at the head of List can: IDs unique
+// and in ascending order, a Hermes version on every step, a PostgreSQL
+// answer on every step, hermesstate's own steps named so.
+func TestListRules(t *testing.T) {
+	seen := map[string]bool{}
+	prev := ""
+	for _, m := range List() {
+		require.False(t, seen[m.ID], "duplicate ID %s", m.ID)
+		seen[m.ID] = true
+		require.Greater(t, m.ID, prev, "IDs ascend: %s after %s", m.ID, prev)
+		prev = m.ID
+		require.NotEmpty(t, m.Hermes, m.ID)
+		require.NotNil(t, m.Apply, m.ID)
+		require.False(t, m.SQLiteOnly && m.Postgres != nil, "%s: SQLiteOnly and a Postgres variant", m.ID)
+		if m.Hermes == "ours" {
+			require.Contains(t, m.ID, "_hermesstate_", m.ID)
+		}
+	}
+}
