@@ -155,7 +155,7 @@ func (c Config) withDefaults() Config {
 		switch {
 		case c.DSN != "":
 			c.Driver = DriverPostgres
-		case isPostgresURL(c.Path):
+		case IsPostgresDSN(c.Path):
 			c.Driver = DriverPostgres
 		default:
 			c.Driver = DriverSQLite
@@ -166,7 +166,7 @@ func (c Config) withDefaults() Config {
 		c.Driver = DriverPostgres
 	}
 	if c.Driver == DriverPostgres {
-		if c.DSN == "" && isPostgresURL(c.Path) {
+		if c.DSN == "" && IsPostgresDSN(c.Path) {
 			c.DSN, c.Path = c.Path, ""
 		}
 		if c.Schema == "" {
@@ -220,8 +220,6 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
-
-func isPostgresURL(s string) bool { return pgsql.IsDSN(s) }
 
 // IsPostgresDSN reports whether s is a PostgreSQL connection URL
 // (postgres:// or postgresql://) rather than a file path.

@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/hermesstate/hermesstate/internal/errtext"
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
@@ -184,14 +185,7 @@ func mapCopyErr(op string, err error) error {
 	if pgsql.IsConstraint(err) {
 		return models.Wrap(models.ErrConflict, op, err, "the source rows break a key of the target (a dangling parent, prompt or session reference?); nothing was committed")
 	}
-	return models.Wrap(models.ErrStorage, op, err, "copy failed; nothing was committed: "+oneLine(err.Error()))
-}
-
-func oneLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
+	return models.Wrap(models.ErrStorage, op, err, "copy failed; nothing was committed: "+errtext.FirstLine(err))
 }
 
 // copyTable streams table t of the source into the target with the v30

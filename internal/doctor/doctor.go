@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -490,17 +491,8 @@ func (c *checker) space() {
 	}
 }
 
-func bytesString(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
+// bytesString is a byte count for people ("1.5 MiB").
+func bytesString(n int64) string { return humanize.IBytes(uint64(max(n, 0))) }
 
 var (
 	ftsLineRE   = regexp.MustCompile(`(?:FTS5 table (?:\w+\.)?(\w+)|fts5: .*table "(\w+)")`)
