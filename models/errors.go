@@ -1,84 +1,30 @@
 package models
 
-import (
-	"errors"
-	"fmt"
-)
+import "github.com/hermesstate/hermesstate/internal/errs"
 
-// Sentinel errors. Every error returned by hermesstate wraps exactly one of
-// them, so callers test with errors.Is(err, models.ErrNotFound) (or the
-// re-exports in the root package).
+// The error kinds and the error type live in internal/errs (re-exported by
+// the root package as hermesstate.ErrNotFound, hermesstate.Error, ...).
+// These names stay while the packages that use them move to errs.
 var (
-	// ErrNotFound: the session, message or key does not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict: the write collides with existing data (a title held by
-	// another session, an id that exists, a session ended by compression).
-	ErrConflict = errors.New("conflict")
-	// ErrInvalid: the input is refused before anything is written.
-	ErrInvalid = errors.New("invalid input")
-	// ErrBusy: another process held the write lock for the whole retry budget.
-	ErrBusy = errors.New("database busy")
-	// ErrClosed: the store was closed.
-	ErrClosed = errors.New("store closed")
-	// ErrCorrupt: the database file is damaged; run `hermes-state doctor`.
-	ErrCorrupt = errors.New("database corrupt")
-	// ErrStorage: the database failed in a way none of the above describes
-	// (the cause is wrapped; the message never carries SQL text).
-	ErrStorage = errors.New("storage error")
-	// ErrUnsupported: the file or the SQLite build cannot do what was asked
-	// (for example WAL on a vulnerable SQLite build).
-	ErrUnsupported = errors.New("unsupported")
+	ErrNotFound    = errs.ErrNotFound
+	ErrConflict    = errs.ErrConflict
+	ErrInvalid     = errs.ErrInvalid
+	ErrBusy        = errs.ErrBusy
+	ErrClosed      = errs.ErrClosed
+	ErrCorrupt     = errs.ErrCorrupt
+	ErrStorage     = errs.ErrStorage
+	ErrUnsupported = errs.ErrUnsupported
 )
 
-// Error is the one error type of hermesstate. Kind is one of the sentinels
-// above; Op names the operation ("sessions.create"); Msg is a message for
-// people; Err is the underlying cause, if any. errors.Is matches both Kind
-// and anything in the Err chain.
-type Error struct {
-	Kind error
-	Op   string
-	Msg  string
-	Err  error
-	// ID is the id of the other party in a conflict (the session that holds a
-	// title), when there is one.
-	ID string
-}
+// Error is errs.Error.
+type Error = errs.Error
 
-func (e *Error) Error() string {
-	s := e.Op
-	if s != "" {
-		s += ": "
-	}
-	if e.Kind != nil {
-		s += e.Kind.Error()
-	}
-	if e.Msg != "" {
-		s += ": " + e.Msg
-	}
-	if e.Err != nil && e.Msg == "" {
-		s += ": " + e.Err.Error()
-	}
-	return s
-}
-
-// Unwrap returns Kind and the cause, so errors.Is sees both.
-func (e *Error) Unwrap() []error {
-	out := make([]error, 0, 2)
-	if e.Kind != nil {
-		out = append(out, e.Kind)
-	}
-	if e.Err != nil {
-		out = append(out, e.Err)
-	}
-	return out
-}
-
-// Errorf builds an *Error of the given kind with a formatted message.
+// Errorf is errs.Errorf.
 func Errorf(kind error, op, format string, args ...any) *Error {
-	return &Error{Kind: kind, Op: op, Msg: fmt.Sprintf(format, args...)}
+	return errs.Errorf(kind, op, format, args...)
 }
 
-// Wrap builds an *Error of the given kind around cause.
+// Wrap is errs.Wrap.
 func Wrap(kind error, op string, cause error, msg string) *Error {
-	return &Error{Kind: kind, Op: op, Msg: msg, Err: cause}
+	return errs.Wrap(kind, op, cause, msg)
 }

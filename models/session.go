@@ -1,6 +1,7 @@
 // Package models holds the GORM structs of the Hermes state.db tables, the
-// JSON column types and their serializer, the epoch-time type, and the domain
-// errors. It is the leaf of the import graph: it does no database access.
+// JSON column types and their serializer, and the epoch-time type. It does
+// no database access. (The error kinds are in internal/errs, re-exported by
+// the root package.)
 //
 // Column names, SQLite types, defaults and NOT NULL follow Hermes schema v30
 // (../shared/spec/schema.md). JSON tags are the column names, so marshalling

@@ -1,5 +1,5 @@
 // Package errtext says hermesstate's errors in a user's terms, for the CLI
-// and the MCP server: the message of every *models.Error without the
+// and the MCP server: the message of every *errs.Error without the
 // library's operation name ("lineage.resolve_id: not found: ..." becomes
 // `no session id starts with "x"`).
 package errtext
@@ -8,17 +8,17 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/hermesstate/hermesstate/models"
+	"github.com/hermesstate/hermesstate/internal/errs"
 )
 
-// Message is err's text with every *models.Error in it said for people:
+// Message is err's text with every *errs.Error in it said for people:
 // its own message, else its kind and cause; never the operation name.
 // Errors of other types keep their text.
 func Message(err error) string {
 	if err == nil {
 		return ""
 	}
-	var e *models.Error
+	var e *errs.Error
 	if !errors.As(err, &e) {
 		return err.Error()
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/errtext"
-	"github.com/hermesstate/hermesstate/models"
 )
 
 func TestMessage(t *testing.T) {
@@ -19,13 +19,13 @@ func TestMessage(t *testing.T) {
 	}{
 		{nil, ""},
 		{errors.New("plain"), "plain"},
-		{models.Errorf(models.ErrNotFound, "lineage.resolve_id", "no session id starts with %q", "x"), `no session id starts with "x"`},
-		{models.Wrap(models.ErrStorage, "sessions.create", cause, ""), "storage error: disk I/O error"},
-		{fmt.Errorf("import line 3: %w", models.Errorf(models.ErrInvalid, "portability.import", "bad role")), "import line 3: bad role"},
-		{models.Wrap(models.ErrBusy, "x.y", models.Errorf(models.ErrBusy, "a.b", "locked"), ""), "database busy: locked"},
-		{models.Errorf(models.ErrInvalid, "op", "first\nsecond"), "first\nsecond"},
+		{errs.Errorf(errs.ErrNotFound, "lineage.resolve_id", "no session id starts with %q", "x"), `no session id starts with "x"`},
+		{errs.Wrap(errs.ErrStorage, "sessions.create", cause, ""), "storage error: disk I/O error"},
+		{fmt.Errorf("import line 3: %w", errs.Errorf(errs.ErrInvalid, "portability.import", "bad role")), "import line 3: bad role"},
+		{errs.Wrap(errs.ErrBusy, "x.y", errs.Errorf(errs.ErrBusy, "a.b", "locked"), ""), "database busy: locked"},
+		{errs.Errorf(errs.ErrInvalid, "op", "first\nsecond"), "first\nsecond"},
 	} {
 		require.Equal(t, c.want, errtext.Message(c.err))
 	}
-	require.Equal(t, "first", errtext.FirstLine(models.Errorf(models.ErrInvalid, "op", "first\nsecond")))
+	require.Equal(t, "first", errtext.FirstLine(errs.Errorf(errs.ErrInvalid, "op", "first\nsecond")))
 }

@@ -1,0 +1,88 @@
+// Package errs holds the error kinds of hermesstate and its one error
+// type. Every error the library returns wraps exactly one kind, so callers
+// test with errors.Is; the root package re-exports the kinds and the type
+// (hermesstate.ErrNotFound, hermesstate.Error), which is where users find
+// them.
+package errs
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every error returned by hermesstate wraps exactly one of
+// them, so callers test with errors.Is(err, hermesstate.ErrNotFound).
+var (
+	// ErrNotFound: the session, message or key does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the write collides with existing data (a title held by
+	// another session, an id that exists, a session ended by compression).
+	ErrConflict = errors.New("conflict")
+	// ErrInvalid: the input is refused before anything is written.
+	ErrInvalid = errors.New("invalid input")
+	// ErrBusy: another process held the write lock for the whole retry budget.
+	ErrBusy = errors.New("database busy")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store closed")
+	// ErrCorrupt: the database file is damaged; run `hermes-state doctor`.
+	ErrCorrupt = errors.New("database corrupt")
+	// ErrStorage: the database failed in a way none of the above describes
+	// (the cause is wrapped; the message never carries SQL text).
+	ErrStorage = errors.New("storage error")
+	// ErrUnsupported: the file or the SQLite build cannot do what was asked
+	// (for example WAL on a vulnerable SQLite build).
+	ErrUnsupported = errors.New("unsupported")
+)
+
+// Error is the one error type of hermesstate. Kind is one of the sentinels
+// above; Op names the operation ("sessions.create"); Msg is a message for
+// people; Err is the underlying cause, if any. errors.Is matches both Kind
+// and anything in the Err chain.
+type Error struct {
+	Kind error
+	Op   string
+	Msg  string
+	Err  error
+	// ID is the id of the other party in a conflict (the session that holds a
+	// title), when there is one.
+	ID string
+}
+
+func (e *Error) Error() string {
+	s := e.Op
+	if s != "" {
+		s += ": "
+	}
+	if e.Kind != nil {
+		s += e.Kind.Error()
+	}
+	if e.Msg != "" {
+		s += ": " + e.Msg
+	}
+	if e.Err != nil && e.Msg == "" {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns Kind and the cause, so errors.Is sees both.
+func (e *Error) Unwrap() []error {
+	out := make([]error, 0, 2)
+	if e.Kind != nil {
+		out = append(out, e.Kind)
+	}
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	return out
+}
+
+// Errorf builds an *Error of the given kind with a formatted message.
+func Errorf(kind error, op, format string, args ...any) *Error {
+	return &Error{Kind: kind, Op: op, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Wrap builds an *Error of the given kind around cause.
+func Wrap(kind error, op string, cause error, msg string) *Error {
+	return &Error{Kind: kind, Op: op, Msg: msg, Err: cause}
+}
