@@ -75,7 +75,7 @@ func Copy(ctx context.Context, src, dst *Store, opt CopyOptions) (CopyStats, err
 	if err != nil {
 		return CopyStats{}, models.Wrap(models.ErrStorage, op, err, "")
 	}
-	stats := CopyStats{Rows: map[string]int64{}}
+	c := &copier{op: op, src: src, dst: dst, opt: opt, ref: ref, stats: CopyStats{Rows: map[string]int64{}}}
 	readOpts := &sql.TxOptions{ReadOnly: true}
 	if src.cfg.Driver == DriverPostgres {
 		readOpts.Isolation = sql.LevelRepeatableRead
@@ -83,98 +83,140 @@ func Copy(ctx context.Context, src, dst *Store, opt CopyOptions) (CopyStats, err
 		readOpts = nil // SQLite: a transaction is a snapshot already
 	}
 	err = src.db.R.WithContext(ctx).Transaction(func(stx *gorm.DB) error {
-		var total int64
-		for _, t := range Tables() {
-			var n int64
-			if err := stx.Table(t).Count(&n).Error; err != nil {
-				return fmt.Errorf("count source %s: %w", t, err)
-			}
-			stats.Rows[t] = n
-			total += n
+		seq, err := c.readSource(stx)
+		if err != nil {
+			return err
 		}
-		stats.Total = total
-		// SQLite's AUTOINCREMENT counter can be past MAX(id) (deleted rows);
-		// ids are never reused, so the target sequence starts past both.
-		var seq int64
-		if src.cfg.Driver == DriverSQLite {
-			var v []int64
-			if stx.Raw("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_sequence'").Scan(&v).Error == nil && len(v) == 1 && v[0] > 0 {
-				var sv []sql.NullInt64
-				if err := stx.Raw("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").Scan(&sv).Error; err != nil {
-					return err
-				}
-				if len(sv) == 1 {
-					seq = sv[0].Int64
-				}
-			}
-		} else {
+		return dst.db.W.WithContext(ctx).Transaction(func(dtx *gorm.DB) error {
+			return c.load(stx, dtx, seq)
+		})
+	}, readOpts)
+	c.stats.Elapsed = time.Since(start)
+	if err != nil {
+		return c.stats, mapCopyErr(op, err)
+	}
+	return c.stats, nil
+}
+
+// copier is one Copy: the two stores, the v30 columns, what was counted.
+type copier struct {
+	op       string
+	src, dst *Store
+	opt      CopyOptions
+	ref      map[string][]migrations.Column
+	stats    CopyStats
+}
+
+// readSource counts the rows of every table in the source snapshot and
+// returns the messages id counter to continue from: SQLite's AUTOINCREMENT
+// counter can be past MAX(id) (deleted rows); ids are never reused, so the
+// target sequence starts past both.
+func (c *copier) readSource(stx *gorm.DB) (int64, error) {
+	for _, t := range Tables() {
+		var n int64
+		if err := stx.Table(t).Count(&n).Error; err != nil {
+			return 0, fmt.Errorf("count source %s: %w", t, err)
+		}
+		c.stats.Rows[t] = n
+		c.stats.Total += n
+	}
+	var seq int64
+	if c.src.cfg.Driver == DriverSQLite {
+		var v []int64
+		if stx.Raw("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_sequence'").Scan(&v).Error == nil && len(v) == 1 && v[0] > 0 {
 			var sv []sql.NullInt64
-			if err := stx.Raw("SELECT last_value FROM pg_sequences WHERE schemaname = current_schema() AND sequencename = 'messages_id_seq'").Scan(&sv).Error; err == nil && len(sv) == 1 {
+			if err := stx.Raw("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").Scan(&sv).Error; err != nil {
+				return 0, err
+			}
+			if len(sv) == 1 {
 				seq = sv[0].Int64
 			}
 		}
-		return dst.db.W.WithContext(ctx).Transaction(func(dtx *gorm.DB) error {
-			if err := dtx.Exec("SELECT pg_advisory_xact_lock(?, hashtext(?))", pgsql.LockClassMigrate, dst.cfg.Schema).Error; err != nil {
-				return err
-			}
-			for _, t := range Tables() {
-				if copyBookkeeping[t] {
-					continue
-				}
-				var one []int
-				if err := dtx.Raw("SELECT 1 FROM " + pgsql.QuoteIdent(t) + " LIMIT 1").Scan(&one).Error; err != nil {
-					return err
-				}
-				if len(one) > 0 {
-					return models.Errorf(models.ErrConflict, op, "the target schema %s is not empty (table %s has rows); copy only into an empty store", dst.cfg.Schema, t)
-				}
-			}
-			for _, q := range []string{"SET CONSTRAINTS ALL DEFERRED", "SET LOCAL hermesstate.copying = 'on'",
-				"DELETE FROM schema_version", "DELETE FROM state_meta"} {
-				if err := dtx.Exec(q).Error; err != nil {
-					return err
-				}
-			}
-			var done int64
-			for _, t := range Tables() {
-				n, err := copyTable(stx, dtx, t, ref[t], opt, func(k int64) {
-					done += k
-					if opt.Progress != nil {
-						opt.Progress(t, done, total)
-					}
-				})
-				if err != nil {
-					return fmt.Errorf("copy %s: %w", t, err)
-				}
-				if n != stats.Rows[t] {
-					return models.Errorf(models.ErrCorrupt, op, "table %s: read %d rows from the source, which counted %d", t, n, stats.Rows[t])
-				}
-			}
-			if err := dtx.Exec("SET LOCAL hermesstate.copying = 'off'").Error; err != nil {
-				return err
-			}
-			if err := dtx.Exec(`SELECT setval(pg_get_serial_sequence('messages', 'id'),
-				GREATEST(COALESCE((SELECT MAX(id) FROM messages), 0), ?, 1),
-				COALESCE((SELECT MAX(id) FROM messages), 0) > 0 OR ? > 0)`, seq, seq).Error; err != nil {
-				return err
-			}
-			for _, t := range Tables() {
-				var n int64
-				if err := dtx.Table(t).Count(&n).Error; err != nil {
-					return err
-				}
-				if n != stats.Rows[t] {
-					return models.Errorf(models.ErrCorrupt, op, "table %s: the target holds %d rows, the source %d; nothing was committed", t, n, stats.Rows[t])
-				}
-			}
-			return dtx.Exec("SET CONSTRAINTS ALL IMMEDIATE").Error
-		})
-	}, readOpts)
-	stats.Elapsed = time.Since(start)
-	if err != nil {
-		return stats, mapCopyErr(op, err)
+	} else {
+		var sv []sql.NullInt64
+		if err := stx.Raw("SELECT last_value FROM pg_sequences WHERE schemaname = current_schema() AND sequencename = 'messages_id_seq'").Scan(&sv).Error; err == nil && len(sv) == 1 {
+			seq = sv[0].Int64
+		}
 	}
-	return stats, nil
+	return seq, nil
+}
+
+// load fills the target in its transaction: take the schema's migration
+// lock, check it is empty, copy every table, advance the id sequence past
+// seq, compare the counts.
+func (c *copier) load(stx, dtx *gorm.DB, seq int64) error {
+	if err := dtx.Exec("SELECT pg_advisory_xact_lock(?, hashtext(?))", pgsql.LockClassMigrate, c.dst.cfg.Schema).Error; err != nil {
+		return err
+	}
+	if err := c.checkEmpty(dtx); err != nil {
+		return err
+	}
+	for _, q := range []string{"SET CONSTRAINTS ALL DEFERRED", "SET LOCAL hermesstate.copying = 'on'",
+		"DELETE FROM schema_version", "DELETE FROM state_meta"} {
+		if err := dtx.Exec(q).Error; err != nil {
+			return err
+		}
+	}
+	if err := c.copyTables(stx, dtx); err != nil {
+		return err
+	}
+	if err := dtx.Exec("SET LOCAL hermesstate.copying = 'off'").Error; err != nil {
+		return err
+	}
+	if err := dtx.Exec(`SELECT setval(pg_get_serial_sequence('messages', 'id'),
+		GREATEST(COALESCE((SELECT MAX(id) FROM messages), 0), ?, 1),
+		COALESCE((SELECT MAX(id) FROM messages), 0) > 0 OR ? > 0)`, seq, seq).Error; err != nil {
+		return err
+	}
+	for _, t := range Tables() {
+		var n int64
+		if err := dtx.Table(t).Count(&n).Error; err != nil {
+			return err
+		}
+		if n != c.stats.Rows[t] {
+			return models.Errorf(models.ErrCorrupt, c.op, "table %s: the target holds %d rows, the source %d; nothing was committed", t, n, c.stats.Rows[t])
+		}
+	}
+	return dtx.Exec("SET CONSTRAINTS ALL IMMEDIATE").Error
+}
+
+// checkEmpty refuses a target whose tables hold rows (bookkeeping tables
+// excepted).
+func (c *copier) checkEmpty(dtx *gorm.DB) error {
+	for _, t := range Tables() {
+		if copyBookkeeping[t] {
+			continue
+		}
+		var one []int
+		if err := dtx.Raw("SELECT 1 FROM " + pgsql.QuoteIdent(t) + " LIMIT 1").Scan(&one).Error; err != nil {
+			return err
+		}
+		if len(one) > 0 {
+			return models.Errorf(models.ErrConflict, c.op, "the target schema %s is not empty (table %s has rows); copy only into an empty store", c.dst.cfg.Schema, t)
+		}
+	}
+	return nil
+}
+
+// copyTables copies table by table, reporting progress, and checks that
+// each read as many rows as the source counted.
+func (c *copier) copyTables(stx, dtx *gorm.DB) error {
+	var done int64
+	for _, t := range Tables() {
+		n, err := copyTable(stx, dtx, t, c.ref[t], c.opt, func(k int64) {
+			done += k
+			if c.opt.Progress != nil {
+				c.opt.Progress(t, done, c.stats.Total)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("copy %s: %w", t, err)
+		}
+		if n != c.stats.Rows[t] {
+			return models.Errorf(models.ErrCorrupt, c.op, "table %s: read %d rows from the source, which counted %d", t, n, c.stats.Rows[t])
+		}
+	}
+	return nil
 }
 
 func mapCopyErr(op string, err error) error {

@@ -212,19 +212,8 @@ func objectKeys(obj []byte) []string {
 
 func (r *compactionRepo) ArchiveAndCompact(ctx context.Context, sid string, msgs []NewMessage, opt CompactOptions) (int, error) {
 	const op = "compaction.archive_and_compact"
-	if err := checkID(op, sid); err != nil {
+	if err := checkCompactArgs(op, sid, opt); err != nil {
 		return 0, err
-	}
-	if opt.TailCount < 0 || (opt.Watermark != nil && *opt.Watermark < 0) {
-		return 0, models.Errorf(models.ErrInvalid, op, "tail_count and watermark must not be negative")
-	}
-	if err := checkText(op, "lock_holder", opt.LockHolder); err != nil {
-		return 0, err
-	}
-	if opt.ModelConfigPatch != nil {
-		if _, err := json.Marshal(opt.ModelConfigPatch); err != nil {
-			return 0, models.Wrap(models.ErrInvalid, op, err, "model_config patch cannot be encoded as JSON")
-		}
 	}
 	rows, tools, err := freshRows(op, sid, msgs)
 	if err != nil {
@@ -235,17 +224,8 @@ func (r *compactionRepo) ArchiveAndCompact(ctx context.Context, sid string, msgs
 		if err := lockSession(tx, sid); err != nil {
 			return err
 		}
-		if opt.LockHolder != "" {
-			var locks []struct {
-				Holder    string
-				ExpiresAt float64
-			}
-			if err := tx.Raw("SELECT holder, expires_at FROM compression_locks WHERE session_id = ?", sid).Scan(&locks).Error; err != nil {
-				return err
-			}
-			if len(locks) == 0 || locks[0].Holder != opt.LockHolder || locks[0].ExpiresAt <= float64(models.Now()) {
-				return models.Errorf(models.ErrConflict, op, "the compression lease of session %q was lost before commit; nothing was written", sid)
-			}
+		if err := checkCompressionLease(op, tx, sid, opt.LockHolder); err != nil {
+			return err
 		}
 		s, err := getSession(tx, sid)
 		if err != nil {
@@ -257,42 +237,8 @@ func (r *compactionRepo) ArchiveAndCompact(ctx context.Context, sid string, msgs
 				return models.Wrap(models.ErrInvalid, op, err, "model_config patch cannot be encoded as JSON")
 			}
 		}
-		// The concurrent tail: live rows that arrived after the watermark.
-		var tail []models.Message
-		if opt.Watermark != nil {
-			if err := tx.Select("id, tool_calls").Where("session_id = ? AND active = 1 AND id > ?", sid, *opt.Watermark).
-				Order("id").Find(&tail).Error; err != nil {
-				return err
-			}
-		}
-		var rewind []int64
-		if opt.TailCount > 0 {
-			q := tx.Model(&models.Message{}).Where("session_id = ? AND active = 1", sid)
-			if opt.Watermark != nil {
-				q = q.Where("id <= ?", *opt.Watermark)
-			}
-			if err := q.Order("id DESC").Limit(opt.TailCount).Pluck("id", &rewind).Error; err != nil {
-				return err
-			}
-		}
-		var tailTools int64
-		tailIDs := make([]int64, 0, len(tail))
-		for i := range tail {
-			tailIDs = append(tailIDs, tail[i].ID)
-			tailTools += toolCallsLen(tail[i].ToolCalls)
-		}
-		rewind = append(rewind, tailIDs...)
-		if len(rewind) > 0 {
-			in, args := int64List(rewind)
-			if err := tx.Exec("UPDATE messages SET active = 0, compacted = 0 WHERE session_id = ? AND id IN ("+in+")",
-				append([]any{sid}, args...)...).Error; err != nil {
-				return err
-			}
-			if err := tx.Exec("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1 AND id NOT IN ("+in+")",
-				append([]any{sid}, args...)...).Error; err != nil {
-				return err
-			}
-		} else if err := tx.Exec("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1", sid).Error; err != nil {
+		tailIDs, tailTools, err := archiveForCompaction(tx, sid, opt)
+		if err != nil {
 			return err
 		}
 		for _, row := range rows {
@@ -319,6 +265,89 @@ func (r *compactionRepo) ArchiveAndCompact(ctx context.Context, sid string, msgs
 		return tx.Model(&models.Session{}).Where("id = ?", sid).Updates(up).Error
 	})
 	return live, err
+}
+
+// checkCompactArgs refuses what ArchiveAndCompact cannot do before any
+// transaction starts (ErrInvalid).
+func checkCompactArgs(op, sid string, opt CompactOptions) error {
+	if err := checkID(op, sid); err != nil {
+		return err
+	}
+	if opt.TailCount < 0 || (opt.Watermark != nil && *opt.Watermark < 0) {
+		return models.Errorf(models.ErrInvalid, op, "tail_count and watermark must not be negative")
+	}
+	if err := checkText(op, "lock_holder", opt.LockHolder); err != nil {
+		return err
+	}
+	if opt.ModelConfigPatch != nil {
+		if _, err := json.Marshal(opt.ModelConfigPatch); err != nil {
+			return models.Wrap(models.ErrInvalid, op, err, "model_config patch cannot be encoded as JSON")
+		}
+	}
+	return nil
+}
+
+// checkCompressionLease refuses (ErrConflict) when holder no longer holds
+// an unexpired compression lock of the session; an empty holder asks for
+// no check.
+func checkCompressionLease(op string, tx *gorm.DB, sid, holder string) error {
+	if holder == "" {
+		return nil
+	}
+	var locks []struct {
+		Holder    string
+		ExpiresAt float64
+	}
+	if err := tx.Raw("SELECT holder, expires_at FROM compression_locks WHERE session_id = ?", sid).Scan(&locks).Error; err != nil {
+		return err
+	}
+	if len(locks) == 0 || locks[0].Holder != holder || locks[0].ExpiresAt <= float64(models.Now()) {
+		return models.Errorf(models.ErrConflict, op, "the compression lease of session %q was lost before commit; nothing was written", sid)
+	}
+	return nil
+}
+
+// archiveForCompaction takes the session's live rows out of the live
+// transcript: rows up to the watermark become compacted (archived, shown
+// in the display history), except the last TailCount of them, which are
+// rewound (inactive, not compacted) like the concurrent tail (live rows
+// after the watermark). It returns the tail's ids (to be re-inserted live
+// after the new rows) and their tool-call count.
+func archiveForCompaction(tx *gorm.DB, sid string, opt CompactOptions) ([]int64, int64, error) {
+	var tail []models.Message
+	if opt.Watermark != nil {
+		if err := tx.Select("id, tool_calls").Where("session_id = ? AND active = 1 AND id > ?", sid, *opt.Watermark).
+			Order("id").Find(&tail).Error; err != nil {
+			return nil, 0, err
+		}
+	}
+	var rewind []int64
+	if opt.TailCount > 0 {
+		q := tx.Model(&models.Message{}).Where("session_id = ? AND active = 1", sid)
+		if opt.Watermark != nil {
+			q = q.Where("id <= ?", *opt.Watermark)
+		}
+		if err := q.Order("id DESC").Limit(opt.TailCount).Pluck("id", &rewind).Error; err != nil {
+			return nil, 0, err
+		}
+	}
+	var tailTools int64
+	tailIDs := make([]int64, 0, len(tail))
+	for i := range tail {
+		tailIDs = append(tailIDs, tail[i].ID)
+		tailTools += toolCallsLen(tail[i].ToolCalls)
+	}
+	rewind = append(rewind, tailIDs...)
+	if len(rewind) == 0 {
+		return tailIDs, tailTools, tx.Exec("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1", sid).Error
+	}
+	in, args := int64List(rewind)
+	if err := tx.Exec("UPDATE messages SET active = 0, compacted = 0 WHERE session_id = ? AND id IN ("+in+")",
+		append([]any{sid}, args...)...).Error; err != nil {
+		return nil, 0, err
+	}
+	return tailIDs, tailTools, tx.Exec("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1 AND id NOT IN ("+in+")",
+		append([]any{sid}, args...)...).Error
 }
 
 // int64List returns the placeholders and arguments of an id list.

@@ -230,25 +230,59 @@ func createSession(tx *gorm.DB, in NewSession) (*models.Session, error) {
 		return nil, err
 	}
 	if existing == nil {
-		s := &models.Session{
-			ID: in.ID, Source: in.Source, UserID: models.TextOrNil(in.UserID),
-			SessionKey: models.TextOrNil(in.SessionKey), ChatID: models.TextOrNil(in.ChatID),
-			ChatType: models.TextOrNil(in.ChatType), ThreadID: models.TextOrNil(in.ThreadID),
-			Model: models.TextOrNil(in.Model), ModelConfig: models.JSONText(in.ModelConfig),
-			SystemPromptHash: hash, ParentSessionID: models.TextOrNil(in.ParentSessionID),
-			Cwd: models.TextOrNil(in.Cwd), ProfileName: models.TextOrNil(in.ProfileName),
-			GitRepoRoot: models.TextOrNil(in.GitRepoRoot), OriginJSON: models.JSONText(in.OriginJSON),
-			DisplayName: models.TextOrNil(in.DisplayName), StartedAt: in.StartedAt,
-		}
-		if parent != nil {
-			inherit(s, parent)
-		}
-		if err := tx.Create(s).Error; err != nil {
+		return insertSession(tx, in, hash, parent)
+	}
+	up, err := sessionUpsert(op, existing, in, hash)
+	if err != nil {
+		return nil, err
+	}
+	if len(up) > 0 {
+		if err := tx.Model(&models.Session{}).Where("id = ?", in.ID).Updates(up).Error; err != nil {
 			return nil, err
 		}
-		return getSession(tx, in.ID)
 	}
-	// Upsert: keep what an earlier writer set, fill what is missing.
+	s, err := getSession(tx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	if s.ParentSessionID != nil && parent == nil {
+		parent, _ = getSession(tx, *s.ParentSessionID)
+	}
+	if parent != nil {
+		before := *s
+		inherit(s, parent)
+		if err := saveInherited(tx, &before, s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// insertSession inserts a new session row (what it inherits from parent
+// included) and reads it back.
+func insertSession(tx *gorm.DB, in NewSession, hash *string, parent *models.Session) (*models.Session, error) {
+	s := &models.Session{
+		ID: in.ID, Source: in.Source, UserID: models.TextOrNil(in.UserID),
+		SessionKey: models.TextOrNil(in.SessionKey), ChatID: models.TextOrNil(in.ChatID),
+		ChatType: models.TextOrNil(in.ChatType), ThreadID: models.TextOrNil(in.ThreadID),
+		Model: models.TextOrNil(in.Model), ModelConfig: models.JSONText(in.ModelConfig),
+		SystemPromptHash: hash, ParentSessionID: models.TextOrNil(in.ParentSessionID),
+		Cwd: models.TextOrNil(in.Cwd), ProfileName: models.TextOrNil(in.ProfileName),
+		GitRepoRoot: models.TextOrNil(in.GitRepoRoot), OriginJSON: models.JSONText(in.OriginJSON),
+		DisplayName: models.TextOrNil(in.DisplayName), StartedAt: in.StartedAt,
+	}
+	if parent != nil {
+		inherit(s, parent)
+	}
+	if err := tx.Create(s).Error; err != nil {
+		return nil, err
+	}
+	return getSession(tx, in.ID)
+}
+
+// sessionUpsert returns the columns a create of an existing session sets:
+// what an earlier writer left empty and in gives (what it set is kept).
+func sessionUpsert(op string, existing *models.Session, in NewSession, hash *string) (map[string]any, error) {
 	up := map[string]any{}
 	fill := func(col string, cur *string, v string) {
 		if cur == nil && v != "" {
@@ -289,26 +323,7 @@ func createSession(tx *gorm.DB, in NewSession) (*models.Session, error) {
 		}
 		up["origin_json"] = string(b)
 	}
-	if len(up) > 0 {
-		if err := tx.Model(&models.Session{}).Where("id = ?", in.ID).Updates(up).Error; err != nil {
-			return nil, err
-		}
-	}
-	s, err := getSession(tx, in.ID)
-	if err != nil {
-		return nil, err
-	}
-	if s.ParentSessionID != nil && parent == nil {
-		parent, _ = getSession(tx, *s.ParentSessionID)
-	}
-	if parent != nil {
-		before := *s
-		inherit(s, parent)
-		if err := saveInherited(tx, &before, s); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
+	return up, nil
 }
 
 // agentNamespace returns the "agent:<ns>:" prefix of a gateway session key.

@@ -213,47 +213,101 @@ type stressWorker struct {
 	readErr error
 }
 
+// stressKey names one message: worker and sequence number.
+type stressKey struct{ w, seq int }
+
+// stressRun is one run of the stress command: its options, the store the
+// workers share, what they reported.
+type stressRun struct {
+	o        stressOpts
+	cfg      hs.Config
+	id       string   // the run id written into every message
+	shared   string   // the session every worker appends to
+	where    []string // the store flags the workers get
+	env      []string // the workers' environment
+	workers  []*stressWorker
+	sessions map[string]bool // every session written to
+	acked    map[stressKey]bool
+	lat      []int64 // append latencies, ns
+	rlat     []int64 // search latencies, ns
+	rep      *StressReport
+}
+
+// runStress runs the workers against the store --db names, in steps:
+// prepare the store, start the workers, release them together, collect
+// what they report, wait for them, then check the file.
 func runStress(ctx context.Context, a *app, o stressOpts) (*StressReport, error) {
-	cfg := a.config()
-	cfg.BusyTimeout = o.busy
-	// Create and migrate the file once, before the workers race to open it,
-	// and create the session every worker shares.
-	st, err := hs.Open(ctx, cfg)
-	if err != nil {
+	r := &stressRun{o: o, cfg: a.config(), id: strconv.FormatInt(time.Now().UnixNano(), 36),
+		acked: map[stressKey]bool{}}
+	r.cfg.BusyTimeout = o.busy
+	if err := r.prepare(ctx); err != nil {
 		return nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := r.start(wctx); err != nil {
+		return nil, err
+	}
+	r.awaitReady()
+	began := time.Now()
+	for _, w := range r.workers {
+		_, _ = io.WriteString(w.stdin, "go\n")
+	}
+	r.collect()
+	elapsed := time.Since(began)
+	r.wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r.summarise(elapsed)
+	if err := r.verify(ctx); err != nil {
+		return nil, err
+	}
+	return r.rep, nil
+}
+
+// prepare creates and migrates the store once, before the workers race to
+// open it, creates the session every worker shares, and works out how the
+// workers open exactly this store: the file, or the PostgreSQL DSN (passed
+// in the environment, not on a command line others can read) and schema.
+func (r *stressRun) prepare(ctx context.Context) error {
+	st, err := hs.Open(ctx, r.cfg)
+	if err != nil {
+		return err
 	}
 	shared, err := st.Sessions().Create(ctx, repo.NewSession{Source: "stress", DisplayName: "shared by all stress workers"})
 	if err != nil {
 		st.Close()
-		return nil, err
+		return err
 	}
-	// The workers open exactly this store: the file, or the PostgreSQL DSN
-	// (passed in the environment, not on a command line others can read)
-	// and schema.
-	path, where := st.Path(), []string{"--db", st.Path()}
-	env := append(os.Environ(), runMainEnv+"=1")
+	r.shared = shared.ID
+	r.sessions = map[string]bool{shared.ID: true}
+	path := st.Path()
+	r.where = []string{"--db", st.Path()}
+	r.env = append(os.Environ(), runMainEnv+"=1")
 	if st.Driver() == hs.DriverPostgres {
-		path, where = st.Location(), []string{"--schema", st.Schema()}
-		env = append(env, stressStoreEnv+"="+cfg.DSN)
+		path, r.where = st.Location(), []string{"--schema", st.Schema()}
+		r.env = append(r.env, stressStoreEnv+"="+r.cfg.DSN)
 	}
-	if err := st.Close(); err != nil {
-		return nil, err
-	}
-	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	r.rep = &StressReport{DB: path, Procs: r.o.procs, AppendsPerProc: r.o.appends, BusyTimeoutMS: r.o.busy.Milliseconds(),
+		Errors: map[string]int{}, ReadErrors: map[string]int{}}
+	return st.Close()
+}
+
+// start starts the worker processes (this executable, re-executed).
+func (r *stressRun) start(ctx context.Context) error {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("stress: cannot find this executable to start workers: %w", err)
+		return fmt.Errorf("stress: cannot find this executable to start workers: %w", err)
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	workers := make([]*stressWorker, o.procs)
-	for i := range workers {
+	r.workers = make([]*stressWorker, r.o.procs)
+	for i := range r.workers {
 		w := &stressWorker{n: i, lines: make(chan workerLine, 1024)}
-		args := append(append([]string{}, where...), "stress-worker", "--run", run, "--worker", strconv.Itoa(i),
-			"--appends", strconv.Itoa(o.appends), "--busy-timeout", o.busy.String(), "--shared", shared.ID,
-			"--search-every", strconv.Itoa(o.readEvery))
-		w.cmd = exec.CommandContext(wctx, exe, args...)
-		w.cmd.Env = env
+		args := append(append([]string{}, r.where...), "stress-worker", "--run", r.id, "--worker", strconv.Itoa(i),
+			"--appends", strconv.Itoa(r.o.appends), "--busy-timeout", r.o.busy.String(), "--shared", r.shared,
+			"--search-every", strconv.Itoa(r.o.readEvery))
+		w.cmd = exec.CommandContext(ctx, exe, args...)
+		w.cmd.Env = r.env
 		// A worker dies with this process (Linux), and exits on its own
 		// when its stdin, which this process holds open until the worker
 		// is done, reaches EOF (everywhere).
@@ -261,101 +315,111 @@ func runStress(ctx context.Context, a *app, o stressOpts) (*StressReport, error)
 		w.cmd.Stderr = &w.stderr
 		out, err := w.cmd.StdoutPipe()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if w.stdin, err = w.cmd.StdinPipe(); err != nil {
-			return nil, err
+			return err
 		}
 		if err := w.cmd.Start(); err != nil {
-			return nil, fmt.Errorf("stress: start worker %d: %w", i, err)
+			return fmt.Errorf("stress: start worker %d: %w", i, err)
 		}
-		go func() {
-			defer close(w.lines)
-			sc := bufio.NewScanner(out)
-			sc.Buffer(make([]byte, 64<<10), 1<<20)
-			for sc.Scan() {
-				var l workerLine
-				if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-					w.readErr = fmt.Errorf("unparsable worker output %q", sc.Text())
-					continue
-				}
-				w.lines <- l
-			}
-		}()
-		workers[i] = w
+		go w.read(out)
+		r.workers[i] = w
 	}
-	rep := &StressReport{DB: path, Procs: o.procs, AppendsPerProc: o.appends, BusyTimeoutMS: o.busy.Milliseconds(),
-		Errors: map[string]int{}, ReadErrors: map[string]int{}}
-	sessions := map[string]bool{shared.ID: true}
-	// Barrier: every worker has opened the store; then all start at once.
-	for _, w := range workers {
-		l, ok := <-w.lines
-		if !ok || l.T != "ready" {
-			rep.WorkerFailures = append(rep.WorkerFailures, fmt.Sprintf("worker %d did not start: %s", w.n, tail(w.stderr.String())))
+	return nil
+}
+
+// read turns the worker's stdout into lines.
+func (w *stressWorker) read(out io.Reader) {
+	defer close(w.lines)
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var l workerLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			w.readErr = fmt.Errorf("unparsable worker output %q", sc.Text())
 			continue
 		}
-		sessions[l.Session] = true
+		w.lines <- l
 	}
-	start := time.Now()
-	for _, w := range workers {
-		_, _ = io.WriteString(w.stdin, "go\n")
+}
+
+// awaitReady is the barrier: every worker has opened the store (or is
+// reported as failed).
+func (r *stressRun) awaitReady() {
+	for _, w := range r.workers {
+		l, ok := <-w.lines
+		if !ok || l.T != "ready" {
+			r.rep.WorkerFailures = append(r.rep.WorkerFailures, fmt.Sprintf("worker %d did not start: %s", w.n, tail(w.stderr.String())))
+			continue
+		}
+		r.sessions[l.Session] = true
 	}
-	type key struct{ w, seq int }
-	acked := map[key]bool{}
-	failed := map[key]bool{}
-	var lat, rlat []int64
+}
+
+// collect tallies what every worker reports until all are done.
+func (r *stressRun) collect() {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, w := range workers {
+	for _, w := range r.workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for l := range w.lines {
 				mu.Lock()
-				switch l.T {
-				case "ack":
-					acked[key{w.n, l.Seq}] = true
-					lat = append(lat, l.NS)
-				case "err":
-					failed[key{w.n, l.Seq}] = true
-					rep.Errors[l.Kind]++
-					lat = append(lat, l.NS)
-				case "read":
-					rlat = append(rlat, l.NS)
-					rep.Reads++
-					if l.Kind != "" {
-						rep.ReadErrors[l.Kind]++
-					} else if l.Msg != "" {
-						rep.SearchMisses++
-					}
-				}
+				r.tally(w.n, l)
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	for _, w := range workers {
+}
+
+// tally counts one line of worker n.
+func (r *stressRun) tally(n int, l workerLine) {
+	switch l.T {
+	case "ack":
+		r.acked[stressKey{n, l.Seq}] = true
+		r.lat = append(r.lat, l.NS)
+	case "err":
+		r.rep.Errors[l.Kind]++
+		r.lat = append(r.lat, l.NS)
+	case "read":
+		r.rlat = append(r.rlat, l.NS)
+		r.rep.Reads++
+		if l.Kind != "" {
+			r.rep.ReadErrors[l.Kind]++
+		} else if l.Msg != "" {
+			r.rep.SearchMisses++
+		}
+	}
+}
+
+// wait lets the workers go and waits for them to exit.
+func (r *stressRun) wait() {
+	for _, w := range r.workers {
 		_ = w.stdin.Close()
 	}
-	for _, w := range workers {
+	for _, w := range r.workers {
 		if err := w.cmd.Wait(); err != nil {
-			rep.WorkerFailures = append(rep.WorkerFailures, fmt.Sprintf("worker %d: %v: %s", w.n, err, tail(w.stderr.String())))
+			r.rep.WorkerFailures = append(r.rep.WorkerFailures, fmt.Sprintf("worker %d: %v: %s", w.n, err, tail(w.stderr.String())))
 		}
 		if w.readErr != nil {
-			rep.WorkerFailures = append(rep.WorkerFailures, fmt.Sprintf("worker %d: %v", w.n, w.readErr))
+			r.rep.WorkerFailures = append(r.rep.WorkerFailures, fmt.Sprintf("worker %d: %v", w.n, w.readErr))
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	rep.Acknowledged = len(acked)
+}
+
+// summarise fills the counts, latencies and throughput of the report.
+func (r *stressRun) summarise(elapsed time.Duration) {
+	rep := r.rep
+	rep.Acknowledged = len(r.acked)
 	for _, n := range rep.Errors {
 		rep.ErrorsTotal += n
 	}
-	rep.LatencyMS = percentiles(lat)
+	rep.LatencyMS = percentiles(r.lat)
 	rep.SlowAppends = map[string]int{"over_100ms": 0, "over_250ms": 0}
-	for _, ns := range lat {
+	for _, ns := range r.lat {
 		if ns > 100e6 {
 			rep.SlowAppends["over_100ms"]++
 		}
@@ -363,62 +427,73 @@ func runStress(ctx context.Context, a *app, o stressOpts) (*StressReport, error)
 			rep.SlowAppends["over_250ms"]++
 		}
 	}
-	rep.ReadLatencyMS = percentiles(rlat)
+	rep.ReadLatencyMS = percentiles(r.rlat)
 	rep.ElapsedS = round3(elapsed.Seconds())
 	if elapsed > 0 {
 		rep.ThroughputPerS = math.Round(float64(rep.Acknowledged) / elapsed.Seconds())
 	}
+}
 
-	// Verify the file.
-	vst, err := hs.Open(ctx, cfg)
+// verify checks the store: every acknowledged message present exactly
+// once, message_count equal to the rows of every session written to.
+func (r *stressRun) verify(ctx context.Context) error {
+	st, err := hs.Open(ctx, r.cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer vst.Close()
-	seen := map[key]int{}
+	defer st.Close()
+	rep := r.rep
+	seen := map[stressKey]int{}
 	rep.CountersConsistent = true
-	for sid := range sessions {
-		msgs, err := vst.Messages().List(ctx, sid)
+	for sid := range r.sessions {
+		msgs, err := st.Messages().List(ctx, sid)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		s, err := vst.Sessions().Get(ctx, sid)
+		s, err := st.Sessions().Get(ctx, sid)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if s.MessageCount != int64(len(msgs)) {
 			rep.CountersConsistent = false
 			rep.CounterMismatches = append(rep.CounterMismatches, fmt.Sprintf("%s: message_count %d, rows %d", sid, s.MessageCount, len(msgs)))
 		}
 		for _, m := range msgs {
-			if m.Content == nil {
-				continue
+			if k, ok := r.messageKey(m.Content); ok {
+				seen[k]++
 			}
-			g := stressContentRE.FindStringSubmatch(*m.Content)
-			if g == nil || g[1] != run {
-				continue
-			}
-			wn, _ := strconv.Atoi(g[2])
-			seq, _ := strconv.Atoi(g[3])
-			seen[key{wn, seq}]++
 		}
 	}
 	for k, n := range seen {
 		if n > 1 {
 			rep.Duplicates += n - 1
 		}
-		if !acked[k] {
+		if !r.acked[k] {
 			rep.UnacknowledgedFound++
 		}
 	}
-	for k := range acked {
+	for k := range r.acked {
 		if seen[k] > 0 {
 			rep.Found++
 		} else {
 			rep.Lost++
 		}
 	}
-	return rep, nil
+	return nil
+}
+
+// messageKey reads which worker wrote content, in this run.
+func (r *stressRun) messageKey(content *string) (stressKey, bool) {
+	if content == nil {
+		return stressKey{}, false
+	}
+	g := stressContentRE.FindStringSubmatch(*content)
+	if g == nil || g[1] != r.id {
+		return stressKey{}, false
+	}
+	wn, _ := strconv.Atoi(g[2])
+	seq, _ := strconv.Atoi(g[3])
+	return stressKey{wn, seq}, true
 }
 
 func tail(s string) string {
