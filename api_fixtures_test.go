@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/models"
 
 	hs "github.com/hermesstate/hermesstate"
@@ -164,3 +165,5 @@ func upgraded(t testing.TB, f *apiFixture, want map[string]any, got any) map[str
 	out["model_config"] = string(exp)
 	return out
 }
+
+func deref(p *string) string { return fixturetest.Deref(p) }

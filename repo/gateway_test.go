@@ -1,4 +1,4 @@
-package hermesstate_test
+package repo_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -17,37 +19,37 @@ import (
 // fts_optimize_available by the layout each fixture has.
 func TestGatewayExportFixtures(t *testing.T) {
 	checked := map[string]int{}
-	for _, f := range loadAPIFixtures(t) {
+	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			ctx := ctxT(t)
-			st := openFixture(t, f)
-			for _, e := range f.extras("list_gateway_sessions") {
+			ctx := fixturetest.Ctx(t)
+			st := storetest.FixtureStore(t, f.Fixture)
+			for _, e := range f.ExtrasOf("list_gateway_sessions") {
 				if string(e.Result) == "null" {
 					continue
 				}
 				got, err := st.Gateway().ListSessions(ctx, "", true)
 				require.NoError(t, err)
-				want := toAny(e.Result).([]any)
+				want := fixturetest.ToAny(e.Result).([]any)
 				require.Len(t, got, len(want))
 				for i, w := range want {
-					if d := jsonDiff("list_gateway_sessions", upgraded(t, f, w.(map[string]any), got[i]), toAny(got[i]), true); d != "" {
+					if d := fixturetest.JSONDiff("list_gateway_sessions", fixturetest.Upgraded(t, f, w.(map[string]any), got[i]), fixturetest.ToAny(got[i]), true); d != "" {
 						t.Errorf("list_gateway_sessions()[%d] differs:\n%s", i, d)
 					}
 				}
 				checked["list_gateway_sessions"]++
 			}
-			for _, e := range f.extras("export_session_lineage") {
+			for _, e := range f.ExtrasOf("export_session_lineage") {
 				if string(e.Result) == "null" {
 					continue
 				}
 				got, err := st.Portability().Lineage(ctx, e.Args[0].(string))
 				require.NoError(t, err)
-				if d := jsonDiff("export_session_lineage", toAny(e.Result), toAny(got), true); d != "" {
+				if d := fixturetest.JSONDiff("export_session_lineage", fixturetest.ToAny(e.Result), fixturetest.ToAny(got), true); d != "" {
 					t.Errorf("export_session_lineage(%v) differs:\n%s", e.Args, d)
 				}
 				checked["export_session_lineage"]++
 			}
-			for _, e := range f.extras("load_gateway_routing_entries") {
+			for _, e := range f.ExtrasOf("load_gateway_routing_entries") {
 				if string(e.Result) == "null" || len(e.Kwargs) > 0 {
 					continue // the default scope's row is the table's first
 				}
@@ -78,8 +80,8 @@ func TestGatewayExportFixtures(t *testing.T) {
 }
 
 func TestContractGateway(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		ss, gw := st.Sessions(), st.Gateway()
 		mk := func(ns repo.NewSession) {
 			_, err := ss.Create(ctx, ns)
@@ -100,7 +102,7 @@ func TestContractGateway(t *testing.T) {
 		others, err := st.Routing().Entries(ctx, "other")
 		require.NoError(t, err)
 		require.Len(t, others, 1, "other scopes are untouched")
-		requireKind(t, gw.ReplaceRoutingEntries(ctx, "", map[string]string{"k": "[1]"}), hs.ErrInvalid)
+		fixturetest.RequireKind(t, gw.ReplaceRoutingEntries(ctx, "", map[string]string{"k": "[1]"}), hs.ErrInvalid)
 		entry, ok, err := gw.RoutingEntryForSession(ctx, "g2b")
 		require.NoError(t, err)
 		require.True(t, ok)
@@ -114,7 +116,7 @@ func TestContractGateway(t *testing.T) {
 		mk(repo.NewSession{ID: "t_new", Source: "telegram", SessionKey: "kA", ChatID: "c1", UserID: "u1", StartedAt: 1700000100})
 		mk(repo.NewSession{ID: "d1", Source: "Discord", SessionKey: "kB", ChatID: "c2", StartedAt: 1700000200})
 		mk(repo.NewSession{ID: "cli", Source: "cli", StartedAt: 1700000300})
-		appendAll(t, st, "t_new", repo.NewMessage{Role: "user", Content: sptr("hi"), Timestamp: 1700000500})
+		storetest.AppendAll(t, st, "t_new", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("hi"), Timestamp: 1700000500})
 		list, err := gw.ListSessions(ctx, "", true)
 		require.NoError(t, err)
 		require.Len(t, list, 2)
@@ -155,7 +157,7 @@ func TestContractGateway(t *testing.T) {
 		s, err := ss.Get(ctx, "t_new")
 		require.NoError(t, err)
 		require.EqualValues(t, 1, s.ExpiryFinalized)
-		requireKind(t, gw.SetExpiryFinalized(ctx, "missing", true), hs.ErrNotFound)
+		fixturetest.RequireKind(t, gw.SetExpiryFinalized(ctx, "missing", true), hs.ErrNotFound)
 
 		// Peer recovery: by key; a recoverable end is recoverable; a reset
 		// boundary after the last activity fences older rows.
@@ -173,8 +175,8 @@ func TestContractGateway(t *testing.T) {
 		require.NoError(t, err)
 		require.Nil(t, peer, "a /new after the last activity fences recovery")
 		c1, dm := "c1", "dm"
-		execSQL(t, st, `UPDATE sessions SET chat_type = 'dm' WHERE id = 't_other'`)
-		appendAll(t, st, "t_other", repo.NewMessage{Role: "user", Content: sptr("x")})
+		storetest.Exec(t, st, `UPDATE sessions SET chat_type = 'dm' WHERE id = 't_other'`)
+		storetest.AppendAll(t, st, "t_other", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("x")})
 		peer, err = gw.FindLatestForPeer(ctx, repo.PeerQuery{Source: "telegram", SessionKey: "kZ", UserID: "u2", ChatID: &c1, ChatType: &dm})
 		require.NoError(t, err)
 		require.Equal(t, "t_other", peer.ID, "the peer tuple when the key is unknown")
@@ -198,33 +200,33 @@ func TestContractGateway(t *testing.T) {
 		require.NotContains(t, nids, "fresh_ghost")
 		require.NotContains(t, nids, "t_other")
 		_, err = gw.ListNeverActiveKeyed(ctx, -time.Hour)
-		requireKind(t, err, hs.ErrInvalid)
+		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 		sessions, entries, err := gw.PruneNeverActiveKeyed(ctx, 24*time.Hour)
 		require.NoError(t, err)
 		require.Equal(t, len(never), sessions)
 		require.Equal(t, 1, entries)
 		_, err = ss.Get(ctx, "ghost_kid")
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 		_, err = st.Routing().Get(ctx, "s2", "kG")
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 	})
 }
 
 func TestContractExportLineageAndFTSStatus(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		mk := func(id, parent string, started float64, mc models.JSON) {
 			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli", ParentSessionID: parent, StartedAt: models.Epoch(started), ModelConfig: mc})
 			require.NoError(t, err)
 		}
 		mk("r", "", 1700000000, nil)
-		appendAll(t, st, "r", repo.NewMessage{Role: "user", Content: sptr("one")}, repo.NewMessage{Role: "assistant", Content: sptr("two")})
+		storetest.AppendAll(t, st, "r", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("one")}, repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("two")})
 		_, err := ss.End(ctx, "r", "compression")
 		require.NoError(t, err)
 		mk("c", "r", 1700000100, nil)
 		mk("reset", "r", 1700000050, models.MustJSON(map[string]any{"_reset_from": "r"}))
-		appendAll(t, st, "c", repo.NewMessage{Role: "user", Content: sptr("three")})
+		storetest.AppendAll(t, st, "c", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("three")})
 
 		lin, err := st.Portability().Lineage(ctx, "c")
 		require.NoError(t, err)
@@ -247,7 +249,7 @@ func TestContractExportLineageAndFTSStatus(t *testing.T) {
 		require.Equal(t, []string{"reset"}, lin.LineageSessionIDs, "a reset fork stands alone")
 		require.Equal(t, "r", lin.ResetFrom, "the marker is lifted")
 		_, err = st.Portability().Lineage(ctx, "missing")
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 		ids, err := st.Lineage().CompressionLineage(ctx, "c")
 		require.NoError(t, err)
 		require.Equal(t, []string{"r", "c"}, ids)
@@ -255,7 +257,7 @@ func TestContractExportLineageAndFTSStatus(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{"reset"}, ids)
 		_, err = st.Lineage().CompressionLineage(ctx, "missing")
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 
 		status, err := st.Search().RebuildStatus(ctx)
 		require.NoError(t, err)

@@ -1,4 +1,4 @@
-package hermesstate_test
+package repo_test
 
 import (
 	"context"
@@ -8,31 +8,33 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
 func TestMetaRoutingLineageFixtures(t *testing.T) {
 	ctx := context.Background()
-	for _, f := range loadAPIFixtures(t) {
+	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			st := openFixture(t, f)
-			if !f.absent("get_meta") {
-				for _, e := range f.extras("get_meta") {
+			st := storetest.FixtureStore(t, f.Fixture)
+			if !f.Absent("get_meta") {
+				for _, e := range f.ExtrasOf("get_meta") {
 					v, ok, err := st.Meta().Get(ctx, e.Args[0].(string))
 					require.NoError(t, err)
 					var want *string
 					require.NoError(t, json.Unmarshal(e.Result, &want))
 					require.Equal(t, want != nil, ok, e.Args[0])
-					require.Equal(t, deref(want), v)
+					require.Equal(t, fixturetest.Deref(want), v)
 				}
 			}
-			if !f.absent("load_gateway_routing_entries") {
-				for _, e := range f.extras("load_gateway_routing_entries") {
+			if !f.Absent("load_gateway_routing_entries") {
+				for _, e := range f.ExtrasOf("load_gateway_routing_entries") {
 					scope, _ := e.Kwargs["scope"].(string)
 					got, err := st.Routing().Entries(ctx, scope)
 					require.NoError(t, err)
-					jsonEq(t, e.Result, got, "scope %q", scope)
+					fixturetest.JSONEq(t, e.Result, got, "scope %q", scope)
 				}
 			}
 			// The stored routing rows read back exactly (entry_json text kept).
@@ -43,28 +45,28 @@ func TestMetaRoutingLineageFixtures(t *testing.T) {
 				require.JSONEq(t, row["entry_json"].(string), string(g.EntryJSON))
 			}
 			lin := st.Lineage()
-			if !f.absent("get_compression_tip") {
-				for _, e := range f.extras("get_compression_tip") {
+			if !f.Absent("get_compression_tip") {
+				for _, e := range f.ExtrasOf("get_compression_tip") {
 					got, err := lin.CompressionTip(ctx, e.Args[0].(string))
 					require.NoError(t, err)
-					jsonEq(t, e.Result, got, "tip of %v", e.Args[0])
+					fixturetest.JSONEq(t, e.Result, got, "tip of %v", e.Args[0])
 				}
 			}
-			if !f.absent("get_compression_lineage") {
-				for _, e := range f.extras("get_compression_lineage") {
+			if !f.Absent("get_compression_lineage") {
+				for _, e := range f.ExtrasOf("get_compression_lineage") {
 					got, err := lin.CompressionLineage(ctx, e.Args[0].(string))
 					require.NoError(t, err)
-					jsonEq(t, e.Result, got, "lineage of %v", e.Args[0])
+					fixturetest.JSONEq(t, e.Result, got, "lineage of %v", e.Args[0])
 					chain, err := lin.CompressionChain(ctx, e.Args[0].(string))
 					require.NoError(t, err)
-					jsonEq(t, e.Result, chain, "chain of %v (one continuation: the same ids)", e.Args[0])
+					fixturetest.JSONEq(t, e.Result, chain, "chain of %v (one continuation: the same ids)", e.Args[0])
 				}
 			}
 			for _, m := range []string{"resolve_session_id", "resolve_resume_session_id"} {
-				if f.absent(m) {
+				if f.Absent(m) {
 					continue
 				}
-				for _, e := range f.extras(m) {
+				for _, e := range f.ExtrasOf(m) {
 					var got string
 					var err error
 					if m == "resolve_session_id" {
@@ -85,7 +87,7 @@ func TestMetaRoutingLineageFixtures(t *testing.T) {
 						continue
 					}
 					require.NoError(t, err)
-					jsonEq(t, e.Result, got, "%s(%v)", m, e.Args[0])
+					fixturetest.JSONEq(t, e.Result, got, "%s(%v)", m, e.Args[0])
 				}
 			}
 		})
@@ -93,7 +95,7 @@ func TestMetaRoutingLineageFixtures(t *testing.T) {
 }
 
 func TestMetaFresh(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		m := st.Meta()
 		_, ok, err := m.Get(ctx, "nope")
@@ -135,7 +137,7 @@ func TestMetaFresh(t *testing.T) {
 }
 
 func TestRoutingFresh(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		r := st.Routing()
 		entry := models.MustJSON(map[string]any{"session_id": "s1", "display_name": "Zoë"})
@@ -168,7 +170,7 @@ func TestRoutingFresh(t *testing.T) {
 }
 
 func TestLineageFresh(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		ss, lin := st.Sessions(), st.Lineage()
 		mk := func(id, parent string, mc map[string]any) {

@@ -1,4 +1,4 @@
-package hermesstate_test
+package repo_test
 
 import (
 	"testing"
@@ -6,6 +6,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -14,11 +16,11 @@ import (
 // True) and resolve_resume_session_id against what Hermes returned.
 func TestCompactionFixtures(t *testing.T) {
 	checked := 0
-	for _, f := range loadAPIFixtures(t) {
+	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			ctx := ctxT(t)
-			st := openFixture(t, f)
-			for _, e := range f.extras("get_messages_as_conversation") {
+			ctx := fixturetest.Ctx(t)
+			st := storetest.FixtureStore(t, f.Fixture)
+			for _, e := range f.ExtrasOf("get_messages_as_conversation") {
 				if string(e.Result) == "null" {
 					continue
 				}
@@ -26,25 +28,25 @@ func TestCompactionFixtures(t *testing.T) {
 				got, err := st.Messages().Conversation(ctx, e.Args[0].(string),
 					repo.ConversationOptions{IncludeAncestors: true, KeepMemoryContext: f.SchemaVersion < 10})
 				require.NoError(t, err)
-				want := toAny(e.Result).([]any)
-				g := toAny(got).([]any)
+				want := fixturetest.ToAny(e.Result).([]any)
+				g := fixturetest.ToAny(got).([]any)
 				for i := range g {
 					if i < len(want) {
-						trimToVersion(g[i].(map[string]any), want[i].(map[string]any))
+						fixturetest.TrimToVersion(g[i].(map[string]any), want[i].(map[string]any))
 					}
 				}
-				if d := jsonDiff("conversation", want, g, false); d != "" {
+				if d := fixturetest.JSONDiff("conversation", want, g, false); d != "" {
 					t.Errorf("get_messages_as_conversation(%v, include_ancestors=True) differs:\n%s", e.Args, d)
 				}
 				checked++
 			}
-			for _, e := range f.extras("resolve_resume_session_id") {
+			for _, e := range f.ExtrasOf("resolve_resume_session_id") {
 				if string(e.Result) == "null" || f.SchemaVersion < 16 {
 					continue // before v16 Hermes did not follow the compression tip
 				}
 				got, err := st.Compaction().ResolveResumeID(ctx, e.Args[0].(string))
 				require.NoError(t, err)
-				jsonEq(t, e.Result, got, "resolve_resume_session_id%v", e.Args)
+				fixturetest.JSONEq(t, e.Result, got, "resolve_resume_session_id%v", e.Args)
 			}
 		})
 	}
@@ -52,8 +54,8 @@ func TestCompactionFixtures(t *testing.T) {
 }
 
 func TestContractArchiveAndCompact(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		cp := st.Compaction()
 		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli",
 			ModelConfig: models.MustJSON(map[string]any{"_branched_from": "x", "keep": 1, "drop": true})})
@@ -62,22 +64,22 @@ func TestContractArchiveAndCompact(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, w)
 		calls := models.MustJSON([]map[string]any{{"id": "c1"}, {"id": "c2"}})
-		ids := appendAll(t, st, "s",
-			repo.NewMessage{Role: "user", Content: sptr("q1")},
-			repo.NewMessage{Role: "assistant", Content: sptr("a1")},
-			repo.NewMessage{Role: "user", Content: sptr("q2")},
-			repo.NewMessage{Role: "assistant", Content: sptr("a2")},
+		ids := storetest.AppendAll(t, st, "s",
+			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("q1")},
+			repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("a1")},
+			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("q2")},
+			repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("a2")},
 		)
 		w, err = cp.Watermark(ctx, "s")
 		require.NoError(t, err)
 		require.Equal(t, ids[3], w)
 		// Arrive during the summary: kept live after the compacted rows.
-		late := appendAll(t, st, "s",
-			repo.NewMessage{Role: "user", Content: sptr("late q"), PlatformMessageID: "pm-1", APIContent: sptr("late wire")},
+		late := storetest.AppendAll(t, st, "s",
+			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("late q"), PlatformMessageID: "pm-1", APIContent: fixturetest.Ptr("late wire")},
 			repo.NewMessage{Role: "assistant", ToolCalls: calls},
 		)
-		summary := repo.NewMessage{Role: "user", Content: sptr("[CONTEXT SUMMARY]: q1/a1"), CompressedSummary: true}
-		tail := []repo.NewMessage{{Role: "user", Content: sptr("q2")}, {Role: "assistant", Content: sptr("a2")}}
+		summary := repo.NewMessage{Role: "user", Content: fixturetest.Ptr("[CONTEXT SUMMARY]: q1/a1"), CompressedSummary: true}
+		tail := []repo.NewMessage{{Role: "user", Content: fixturetest.Ptr("q2")}, {Role: "assistant", Content: fixturetest.Ptr("a2")}}
 		n, err := cp.ArchiveAndCompact(ctx, "s", append([]repo.NewMessage{summary}, tail...), repo.CompactOptions{
 			Watermark: &w, TailCount: 2, ModelConfigPatch: map[string]any{"drop": nil, "added": "v"}})
 		require.NoError(t, err)
@@ -98,12 +100,12 @@ func TestContractArchiveAndCompact(t *testing.T) {
 		require.NoError(t, err)
 		var shape []string
 		for _, m := range live {
-			shape = append(shape, m.Role+":"+deref(m.Content))
+			shape = append(shape, m.Role+":"+fixturetest.Deref(m.Content))
 		}
 		require.Equal(t, []string{"user:[CONTEXT SUMMARY]: q1/a1", "user:q2", "assistant:a2", "user:late q", "assistant:"}, shape)
 		require.Greater(t, live[3].ID, late[1], "clones get fresh ids")
-		require.Equal(t, "pm-1", deref(live[3].PlatformMessageID), "clones keep every column")
-		require.Equal(t, "late wire", deref(live[3].APIContent))
+		require.Equal(t, "pm-1", fixturetest.Deref(live[3].PlatformMessageID), "clones keep every column")
+		require.Equal(t, "late wire", fixturetest.Deref(live[3].APIContent))
 		require.EqualValues(t, 1, live[0].CompressedSummary)
 		s, err := st.Sessions().Get(ctx, "s")
 		require.NoError(t, err)
@@ -123,18 +125,18 @@ func TestContractArchiveAndCompact(t *testing.T) {
 
 		// A lost lease writes nothing.
 		_, err = cp.ArchiveAndCompact(ctx, "s", []repo.NewMessage{summary}, repo.CompactOptions{LockHolder: "me"})
-		requireKind(t, err, hs.ErrConflict)
-		execSQL(t, st, `INSERT INTO compression_locks (session_id, holder, acquired_at, expires_at) VALUES ('s', 'me', 1, 4102444800)`)
+		fixturetest.RequireKind(t, err, hs.ErrConflict)
+		storetest.Exec(t, st, `INSERT INTO compression_locks (session_id, holder, acquired_at, expires_at) VALUES ('s', 'me', 1, 4102444800)`)
 		_, err = cp.ArchiveAndCompact(ctx, "s", []repo.NewMessage{summary}, repo.CompactOptions{LockHolder: "me"})
 		require.NoError(t, err)
 		_, err = cp.ArchiveAndCompact(ctx, "missing", []repo.NewMessage{summary}, repo.CompactOptions{})
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 	})
 }
 
 func TestContractResume(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		cp := st.Compaction()
 		mk := func(id, parent string, started float64, mc models.JSON) {
@@ -144,22 +146,22 @@ func TestContractResume(t *testing.T) {
 		// root -> (compression) mid -> (compression) tip; tip has an
 		// untagged child with messages, and a branch child.
 		mk("root", "", 1700000000, nil)
-		appendAll(t, st, "root", repo.NewMessage{Role: "user", Content: sptr("hello"), Timestamp: 1700000001},
-			repo.NewMessage{Role: "assistant", Content: sptr("hi"), Timestamp: 1700000002})
+		storetest.AppendAll(t, st, "root", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("hello"), Timestamp: 1700000001},
+			repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("hi"), Timestamp: 1700000002})
 		_, err := ss.End(ctx, "root", "compression")
 		require.NoError(t, err)
 		mk("mid", "root", 1700000100, nil)
 		// The continuation re-persists the same ask (an exact clone) and
 		// repeats it once more with no reply in between.
-		appendAll(t, st, "mid", repo.NewMessage{Role: "user", Content: sptr("hello"), Timestamp: 1700000001},
-			repo.NewMessage{Role: "user", Content: sptr("again"), Timestamp: 1700000101},
-			repo.NewMessage{Role: "user", Content: sptr("again"), Timestamp: 1700000102},
-			repo.NewMessage{Role: "assistant", Content: sptr("ok"), Timestamp: 1700000103})
+		storetest.AppendAll(t, st, "mid", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("hello"), Timestamp: 1700000001},
+			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("again"), Timestamp: 1700000101},
+			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("again"), Timestamp: 1700000102},
+			repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("ok"), Timestamp: 1700000103})
 		_, err = ss.End(ctx, "mid", "compression")
 		require.NoError(t, err)
 		mk("tip", "mid", 1700000200, nil)
 		mk("branch", "tip", 1700000300, models.MustJSON(map[string]any{"_branched_from": "tip"}))
-		appendAll(t, st, "branch", repo.NewMessage{Role: "user", Content: sptr("b")})
+		storetest.AppendAll(t, st, "branch", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("b")})
 
 		conv, err := st.Messages().Conversation(ctx, "mid", repo.ConversationOptions{IncludeAncestors: true, IncludeRowIDs: true})
 		require.NoError(t, err)
@@ -174,7 +176,7 @@ func TestContractResume(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "tip", got, "nothing below the tip has messages (its only child is a branch)")
 		mk("untagged", "tip", 1700000400, nil)
-		appendAll(t, st, "untagged", repo.NewMessage{Role: "user", Content: sptr("u")})
+		storetest.AppendAll(t, st, "untagged", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("u")})
 		got, err = cp.ResolveResumeID(ctx, "root")
 		require.NoError(t, err)
 		require.Equal(t, "untagged", got, "the deepest descendant with messages")
@@ -205,8 +207,8 @@ func TestContractResume(t *testing.T) {
 		// lineage with compaction-archived rows, each logical message once.
 		w, err := cp.Watermark(ctx, "mid")
 		require.NoError(t, err)
-		_, err = cp.ArchiveAndCompact(ctx, "mid", []repo.NewMessage{{Role: "user", Content: sptr("[CONTEXT SUMMARY]: s"), CompressedSummary: true},
-			{Role: "assistant", Content: sptr("ok"), Timestamp: 1700000103}}, repo.CompactOptions{Watermark: &w})
+		_, err = cp.ArchiveAndCompact(ctx, "mid", []repo.NewMessage{{Role: "user", Content: fixturetest.Ptr("[CONTEXT SUMMARY]: s"), CompressedSummary: true},
+			{Role: "assistant", Content: fixturetest.Ptr("ok"), Timestamp: 1700000103}}, repo.CompactOptions{Watermark: &w})
 		require.NoError(t, err)
 		model, display, err := cp.ResumeConversations(ctx, "mid")
 		require.NoError(t, err)
@@ -228,6 +230,6 @@ func TestContractResume(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 1, n, "a /branch copy stands alone")
 		_, _, err = cp.ResumeConversations(ctx, "nowhere")
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 	})
 }

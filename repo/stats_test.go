@@ -1,4 +1,4 @@
-package hermesstate_test
+package repo_test
 
 import (
 	"context"
@@ -8,11 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
 func TestUsageFresh(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		ss, us := st.Sessions(), st.Usage()
 		_, err := ss.Create(ctx, repo.NewSession{ID: "a", Source: "cli"})
@@ -70,9 +72,9 @@ func TestUsageFresh(t *testing.T) {
 // The stats agree with the fixture's recorded totals.
 func TestUsageFixtures(t *testing.T) {
 	ctx := context.Background()
-	for _, f := range loadAPIFixtures(t) {
+	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			st := openFixture(t, f)
+			st := storetest.FixtureStore(t, f.Fixture)
 			bs, err := st.Usage().BySource(ctx, repo.StatsFilter{})
 			require.NoError(t, err)
 			want := map[string][2]int64{} // source → sessions, input tokens

@@ -1,4 +1,4 @@
-package hermesstate_test
+package repo_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -15,23 +17,23 @@ import (
 // return what Hermes returned on every fixture whose Hermes had them.
 func TestInspectFixtures(t *testing.T) {
 	ctx := context.Background()
-	for _, f := range loadAPIFixtures(t) {
+	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			st := openFixture(t, f)
+			st := storetest.FixtureStore(t, f.Fixture)
 			checked := 0
-			if !f.absent("has_archived_messages") {
-				for _, e := range f.extras("has_archived_messages") {
+			if !f.Absent("has_archived_messages") {
+				for _, e := range f.ExtrasOf("has_archived_messages") {
 					got, err := st.Inspect().HasArchivedMessages(ctx, e.Args[0].(string))
 					require.NoError(t, err)
-					jsonEq(t, e.Result, got, "has_archived_messages(%v)", e.Args[0])
+					fixturetest.JSONEq(t, e.Result, got, "has_archived_messages(%v)", e.Args[0])
 					checked++
 				}
 			}
-			if !f.absent("distinct_session_cwds") {
-				for _, e := range f.extras("distinct_session_cwds") {
+			if !f.Absent("distinct_session_cwds") {
+				for _, e := range f.ExtrasOf("distinct_session_cwds") {
 					got, err := st.Inspect().DistinctCwds(ctx, false)
 					require.NoError(t, err)
-					jsonEq(t, e.Result, got, "distinct_session_cwds")
+					fixturetest.JSONEq(t, e.Result, got, "distinct_session_cwds")
 					checked++
 				}
 			}
@@ -44,7 +46,7 @@ func TestInspectFixtures(t *testing.T) {
 
 func TestInspectFresh(t *testing.T) {
 	ctx := context.Background()
-	st, path := openTemp(t)
+	st, path := storetest.FreshPath(t)
 	for _, id := range []string{"a", "b", "c", "d", "e"} {
 		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: id, Source: "cli"})
 		require.NoError(t, err)
@@ -52,7 +54,7 @@ func TestInspectFresh(t *testing.T) {
 	hi := "hi"
 	_, err := st.Messages().Append(ctx, "a", repo.NewMessage{Role: "user", Content: &hi})
 	require.NoError(t, err)
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	for _, q := range []string{
 		"UPDATE sessions SET cwd = '/w/x', started_at = 1767000000, ended_at = 1767000100 WHERE id = 'a'",
 		"UPDATE sessions SET cwd = '/w/x', started_at = 1767000200, ended_at = NULL WHERE id = 'b'",
@@ -89,19 +91,19 @@ func TestInspectFresh(t *testing.T) {
 func TestRecentUserMessagesFixtures(t *testing.T) {
 	ctx := context.Background()
 	checked := 0
-	for _, f := range loadAPIFixtures(t) {
-		if f.absent("list_recent_user_messages") {
+	for _, f := range fixturetest.LoadAPIFixtures(t) {
+		if f.Absent("list_recent_user_messages") {
 			continue // that Hermes had no such method (its result is null)
 		}
 		checked++
 		t.Run(f.Name, func(t *testing.T) {
-			st := openFixture(t, f)
-			es := f.extras("list_recent_user_messages")
+			st := storetest.FixtureStore(t, f.Fixture)
+			es := f.ExtrasOf("list_recent_user_messages")
 			require.NotEmpty(t, es)
 			for _, e := range es {
 				got, err := st.Inspect().RecentUserMessages(ctx, e.Args[0].(string), 0, false)
 				require.NoError(t, err)
-				jsonEq(t, e.Result, got, "list_recent_user_messages(%v)", e.Args[0])
+				fixturetest.JSONEq(t, e.Result, got, "list_recent_user_messages(%v)", e.Args[0])
 			}
 		})
 	}
@@ -110,7 +112,7 @@ func TestRecentUserMessagesFixtures(t *testing.T) {
 
 func TestRecentUserMessagesFresh(t *testing.T) {
 	ctx := context.Background()
-	st, path := openTemp(t)
+	st, path := storetest.FreshPath(t)
 	_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
 	require.NoError(t, err)
 	long := strings.Repeat("é", 85)
@@ -125,7 +127,7 @@ func TestRecentUserMessagesFresh(t *testing.T) {
 		_, err := st.Messages().Append(ctx, "s", m)
 		require.NoError(t, err)
 	}
-	_, err = rawDB(t, path).Exec("UPDATE messages SET active = 0 WHERE id = 6")
+	_, err = fixturetest.Raw(t, path).Exec("UPDATE messages SET active = 0 WHERE id = 6")
 	require.NoError(t, err)
 	got, err := st.Inspect().RecentUserMessages(ctx, "s", 0, false)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package hermesstate_test
+package repo_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -15,11 +17,11 @@ import (
 // on a missing id, compared with what Hermes returned on each fixture.
 func TestTranscriptFixtures(t *testing.T) {
 	checked := 0
-	for _, f := range loadAPIFixtures(t) {
+	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			ctx := ctxT(t)
-			st := openFixture(t, f)
-			for _, e := range f.extras("get_messages_around") {
+			ctx := fixturetest.Ctx(t)
+			st := storetest.FixtureStore(t, f.Fixture)
+			for _, e := range f.ExtrasOf("get_messages_around") {
 				if string(e.Result) == "null" {
 					continue // that Hermes had no such method
 				}
@@ -29,31 +31,24 @@ func TestTranscriptFixtures(t *testing.T) {
 				}
 				got, err := st.Transcript().Around(ctx, e.Args[0].(string), int64(e.Args[1].(float64)), window)
 				require.NoError(t, err)
-				if d := jsonDiff("around", toAny(e.Result), toAny(got), true); d != "" {
+				if d := fixturetest.JSONDiff("around", fixturetest.ToAny(e.Result), fixturetest.ToAny(got), true); d != "" {
 					t.Errorf("get_messages_around%v differs:\n%s", e.Args, d)
 				}
 				checked++
 			}
-			for _, e := range f.extras("get_messages") {
+			for _, e := range f.ExtrasOf("get_messages") {
 				got, err := st.Transcript().Get(ctx, e.Args[0].(string), repo.GetOptions{})
 				require.NoError(t, err)
-				jsonEq(t, e.Result, got, "get_messages%v", e.Args)
+				fixturetest.JSONEq(t, e.Result, got, "get_messages%v", e.Args)
 			}
-			for _, e := range f.extras("get_session") {
+			for _, e := range f.ExtrasOf("get_session") {
 				_, err := st.Sessions().Get(ctx, e.Args[0].(string))
 				require.JSONEq(t, "null", string(e.Result))
-				requireKind(t, err, hs.ErrNotFound)
+				fixturetest.RequireKind(t, err, hs.ErrNotFound)
 			}
 		})
 	}
 	require.GreaterOrEqual(t, checked, 8, "get_messages_around is recorded from v11 on")
-}
-
-func appendAll(t *testing.T, st *hs.Store, sid string, ms ...repo.NewMessage) []int64 {
-	t.Helper()
-	ids, err := st.Messages().AppendBatch(ctxT(t), sid, ms)
-	require.NoError(t, err)
-	return ids
 }
 
 func msgIDs(ms []models.Message) []int64 {
@@ -66,22 +61,22 @@ func msgIDs(ms []models.Message) []int64 {
 
 func sessionCounters(t *testing.T, st *hs.Store, sid string) (int64, int64) {
 	t.Helper()
-	s, err := st.Sessions().Get(ctxT(t), sid)
+	s, err := st.Sessions().Get(fixturetest.Ctx(t), sid)
 	require.NoError(t, err)
 	return s.MessageCount, s.ToolCallCount
 }
 
 func TestContractTranscriptGet(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		tr := st.Transcript()
 		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
 		require.NoError(t, err)
 		var ms []repo.NewMessage
 		for i := 0; i < 6; i++ {
-			ms = append(ms, repo.NewMessage{Role: "user", Content: sptr("m" + string(rune('0'+i))), Timestamp: models.Epoch(1700000000 + float64(i))})
+			ms = append(ms, repo.NewMessage{Role: "user", Content: fixturetest.Ptr("m" + string(rune('0'+i))), Timestamp: models.Epoch(1700000000 + float64(i))})
 		}
-		ids := appendAll(t, st, "s", ms...)
+		ids := storetest.AppendAll(t, st, "s", ms...)
 
 		all, err := tr.Get(ctx, "s", repo.GetOptions{})
 		require.NoError(t, err)
@@ -102,9 +97,9 @@ func TestContractTranscriptGet(t *testing.T) {
 		// Rewind rows show only with IncludeInactive; compaction-archived
 		// rows also with IncludeCompacted, deduplicated against their live
 		// copy (same role, content, timestamp and tool fields).
-		execSQL(t, st, `UPDATE messages SET active = 0 WHERE id = ?`, ids[5])
-		execSQL(t, st, `UPDATE messages SET active = 0, compacted = 1 WHERE id IN (?, ?)`, ids[0], ids[1])
-		appendAll(t, st, "s", repo.NewMessage{Role: "user", Content: sptr("m1"), Timestamp: 1700000001})
+		storetest.Exec(t, st, `UPDATE messages SET active = 0 WHERE id = ?`, ids[5])
+		storetest.Exec(t, st, `UPDATE messages SET active = 0, compacted = 1 WHERE id IN (?, ?)`, ids[0], ids[1])
+		storetest.AppendAll(t, st, "s", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("m1"), Timestamp: 1700000001})
 		got, err = tr.Get(ctx, "s", repo.GetOptions{})
 		require.NoError(t, err)
 		live := msgIDs(got)
@@ -122,11 +117,11 @@ func TestContractTranscriptGet(t *testing.T) {
 
 		// Paging errors, and a missing session has no rows (as Hermes).
 		_, err = tr.Get(ctx, "s", repo.GetOptions{AfterID: 1, Latest: true})
-		requireKind(t, err, hs.ErrInvalid)
+		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 		_, err = tr.Get(ctx, "s", repo.GetOptions{AfterID: 1, IncludeCompacted: true})
-		requireKind(t, err, hs.ErrInvalid)
+		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 		_, err = tr.Get(ctx, "s", repo.GetOptions{Limit: -1})
-		requireKind(t, err, hs.ErrInvalid)
+		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 		none, err := tr.Get(ctx, "missing", repo.GetOptions{})
 		require.NoError(t, err)
 		require.Empty(t, none)
@@ -136,18 +131,18 @@ func TestContractTranscriptGet(t *testing.T) {
 }
 
 func TestContractTranscriptAround(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		for _, id := range []string{"a", "b"} {
 			_, err := st.Sessions().Create(ctx, repo.NewSession{ID: id, Source: "cli"})
 			require.NoError(t, err)
 		}
 		var ids []int64
 		for i := 0; i < 5; i++ {
-			ids = append(ids, appendAll(t, st, "a", repo.NewMessage{Role: "user", Content: sptr("x")})...)
-			appendAll(t, st, "b", repo.NewMessage{Role: "user", Content: sptr("y")})
+			ids = append(ids, storetest.AppendAll(t, st, "a", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("x")})...)
+			storetest.AppendAll(t, st, "b", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("y")})
 		}
-		execSQL(t, st, `UPDATE messages SET active = 0 WHERE id = ?`, ids[1])
+		storetest.Exec(t, st, `UPDATE messages SET active = 0 WHERE id = ?`, ids[1])
 		res, err := st.Transcript().Around(ctx, "a", ids[2], 1)
 		require.NoError(t, err)
 		require.Equal(t, 1, res.MessagesBefore)
@@ -177,20 +172,20 @@ func TestContractTranscriptAround(t *testing.T) {
 }
 
 func TestContractTranscriptReplace(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		tr := st.Transcript()
 		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
 		require.NoError(t, err)
-		old := appendAll(t, st, "s", repo.NewMessage{Role: "user", Content: sptr("old q")}, repo.NewMessage{Role: "assistant", Content: sptr("old a")})
-		execSQL(t, st, `UPDATE messages SET active = 0, compacted = 1 WHERE id = ?`, old[0])
+		old := storetest.AppendAll(t, st, "s", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("old q")}, repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("old a")})
+		storetest.Exec(t, st, `UPDATE messages SET active = 0, compacted = 1 WHERE id = ?`, old[0])
 
 		calls := models.MustJSON([]map[string]any{{"id": "c1", "type": "function", "function": map[string]any{"name": "t", "arguments": "{}"}},
 			{"id": "c2", "type": "function", "function": map[string]any{"name": "t", "arguments": "{}"}}})
 		repl := []repo.NewMessage{
-			{Role: "user", Content: sptr("new q"), Reasoning: sptr("dropped on a user row"), Timestamp: 1700000000},
-			{Role: "assistant", Content: nil, ToolCalls: calls, Reasoning: sptr("kept"), Timestamp: 1600000000},
-			{Role: "tool", Content: sptr("ok"), ToolCallID: "c1"},
+			{Role: "user", Content: fixturetest.Ptr("new q"), Reasoning: fixturetest.Ptr("dropped on a user row"), Timestamp: 1700000000},
+			{Role: "assistant", Content: nil, ToolCalls: calls, Reasoning: fixturetest.Ptr("kept"), Timestamp: 1600000000},
+			{Role: "tool", Content: fixturetest.Ptr("ok"), ToolCallID: "c1"},
 		}
 		n, err := tr.Replace(ctx, "s", repl, repo.ReplaceOptions{ActiveOnly: true})
 		require.NoError(t, err)
@@ -199,7 +194,7 @@ func TestContractTranscriptReplace(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, live, 3)
 		require.Nil(t, live[0].Reasoning)
-		require.Equal(t, "kept", deref(live[1].Reasoning))
+		require.Equal(t, "kept", fixturetest.Deref(live[1].Reasoning))
 		require.EqualValues(t, 1600000000, live[1].Timestamp, "a valid explicit timestamp is kept")
 		require.Greater(t, float64(live[2].Timestamp), float64(live[0].Timestamp), "a row without one gets the running clock")
 		msgs, tools := sessionCounters(t, st, "s")
@@ -210,7 +205,7 @@ func TestContractTranscriptReplace(t *testing.T) {
 		require.Len(t, every, 4, "ActiveOnly keeps the archived row")
 
 		// ArchiveDropped keeps the replaced rows as rewind rows.
-		_, err = tr.Replace(ctx, "s", []repo.NewMessage{{Role: "user", Content: sptr("only")}}, repo.ReplaceOptions{ArchiveDropped: true})
+		_, err = tr.Replace(ctx, "s", []repo.NewMessage{{Role: "user", Content: fixturetest.Ptr("only")}}, repo.ReplaceOptions{ArchiveDropped: true})
 		require.NoError(t, err)
 		every, err = tr.Get(ctx, "s", repo.GetOptions{IncludeInactive: true})
 		require.NoError(t, err)
@@ -225,32 +220,32 @@ func TestContractTranscriptReplace(t *testing.T) {
 		require.Zero(t, msgs+tools)
 
 		_, err = tr.Replace(ctx, "missing", repl, repo.ReplaceOptions{})
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 		_, err = st.Sessions().End(ctx, "s", "compression")
 		require.NoError(t, err)
 		_, err = tr.Replace(ctx, "s", repl, repo.ReplaceOptions{})
-		requireKind(t, err, hs.ErrConflict)
+		fixturetest.RequireKind(t, err, hs.ErrConflict)
 		_, err = tr.Replace(ctx, "s", []repo.NewMessage{{Role: ""}}, repo.ReplaceOptions{})
-		requireKind(t, err, hs.ErrInvalid)
+		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 	})
 }
 
 func TestContractTranscriptDeleteClear(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		tr := st.Transcript()
 		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli", SystemPrompt: "sp"})
 		require.NoError(t, err)
 		calls := models.MustJSON([]map[string]any{{"id": "c1"}, {"id": "c2"}})
 		var ms []repo.NewMessage
 		for i := 0; i < 6; i++ {
-			m := repo.NewMessage{Role: "user", Content: sptr("m"), Timestamp: models.Epoch(1700000000 + float64(i*10))}
+			m := repo.NewMessage{Role: "user", Content: fixturetest.Ptr("m"), Timestamp: models.Epoch(1700000000 + float64(i*10))}
 			if i == 2 {
 				m = repo.NewMessage{Role: "assistant", ToolCalls: calls, Timestamp: m.Timestamp}
 			}
 			ms = append(ms, m)
 		}
-		ids := appendAll(t, st, "s", ms...)
+		ids := storetest.AppendAll(t, st, "s", ms...)
 		require.NoError(t, st.Sessions().UpdateTokenCounts(ctx, "s", repo.TokenUpdate{InputTokens: 9, APICallCount: 1, Model: "m", BillingProvider: "p"}))
 
 		n, err := tr.DeleteMessages(ctx, "s", []int64{ids[0], ids[1], 999999})
@@ -297,8 +292,8 @@ func TestContractTranscriptDeleteClear(t *testing.T) {
 }
 
 func TestContractTranscriptProbes(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		tr := st.Transcript()
 		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
 		require.NoError(t, err)
@@ -312,12 +307,12 @@ func TestContractTranscriptProbes(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "", text)
 
-		ids := appendAll(t, st, "s",
-			repo.NewMessage{Role: "user", Content: sptr("q1"), Timestamp: 1700000000},
-			repo.NewMessage{Role: "assistant", Content: sptr("first reply"), Timestamp: 1700000001},
-			repo.NewMessage{Role: "user", Content: sptr("  "), Timestamp: 1700000002},
+		ids := storetest.AppendAll(t, st, "s",
+			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("q1"), Timestamp: 1700000000},
+			repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("first reply"), Timestamp: 1700000001},
+			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("  "), Timestamp: 1700000002},
 			repo.NewMessage{Role: "assistant", Parts: []any{map[string]any{"type": "text", "text": "x"}}, Timestamp: 1700000003},
-			repo.NewMessage{Role: "system", Content: sptr("note"), Timestamp: 1700000004},
+			repo.NewMessage{Role: "system", Content: fixturetest.Ptr("note"), Timestamp: 1700000004},
 		)
 		id, found, err := tr.LatestRowID(ctx, "s", "user", 0, true)
 		require.NoError(t, err)
@@ -330,7 +325,7 @@ func TestContractTranscriptProbes(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, ids[0], id)
 		_, _, err = tr.LatestRowID(ctx, "s", "tool", 0, false)
-		requireKind(t, err, hs.ErrInvalid)
+		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 		role, err = tr.LatestConversationRole(ctx, "s")
 		require.NoError(t, err)
 		require.Equal(t, "assistant", role)
@@ -354,8 +349,8 @@ func TestContractTranscriptProbes(t *testing.T) {
 		require.EqualValues(t, 1, n)
 		all, err := tr.Get(ctx, "s", repo.GetOptions{})
 		require.NoError(t, err)
-		require.Equal(t, "wire q1", deref(all[0].APIContent))
-		require.Equal(t, "wire blank", deref(all[2].APIContent))
+		require.Equal(t, "wire q1", fixturetest.Deref(all[0].APIContent))
+		require.Equal(t, "wire blank", fixturetest.Deref(all[2].APIContent))
 
 		ok, err := tr.SetLatestDisplayKind(ctx, "s", "assistant", "first reply", "notice", models.MustJSON(map[string]any{"k": "é"}))
 		require.NoError(t, err)
@@ -364,34 +359,34 @@ func TestContractTranscriptProbes(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, ok)
 		_, err = tr.SetLatestDisplayKind(ctx, "s", "assistant", "first reply", "notice", models.JSON(`[1]`))
-		requireKind(t, err, hs.ErrInvalid)
+		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 		all, err = tr.Get(ctx, "s", repo.GetOptions{})
 		require.NoError(t, err)
-		require.Equal(t, "notice", deref(all[1].DisplayKind))
+		require.Equal(t, "notice", fixturetest.Deref(all[1].DisplayKind))
 		var raw string
-		queryRow(t, st, `SELECT display_metadata FROM messages WHERE id = ?`, []any{ids[1]}, &raw)
+		storetest.QueryRow(t, st, `SELECT display_metadata FROM messages WHERE id = ?`, []any{ids[1]}, &raw)
 		require.Equal(t, `{"k": "\u00e9"}`, raw, "written as Python's json.dumps")
 	})
 }
 
 func TestContractRewind(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		rw := st.Rewind()
 		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
 		require.NoError(t, err)
 		calls := models.MustJSON([]map[string]any{{"id": "c1"}})
 		summary := "[CONTEXT SUMMARY]: earlier turns"
-		ids := appendAll(t, st, "s",
-			repo.NewMessage{Role: "user", Content: &summary},                                 // 0: not a typed turn
-			repo.NewMessage{Role: "user", Content: sptr("turn one")},                         // 1: turn 0
-			repo.NewMessage{Role: "assistant", Content: sptr("reply one")},                   // 2
-			repo.NewMessage{Role: "user", Content: sptr("turn two")},                         // 3: turn 1
-			repo.NewMessage{Role: "user", Content: sptr("no reply, same turn")},              // 4: merged into turn 1
-			repo.NewMessage{Role: "assistant", ToolCalls: calls},                             // 5
-			repo.NewMessage{Role: "tool", Content: sptr("ok"), ToolCallID: "c1"},             // 6
-			repo.NewMessage{Role: "user", Content: sptr("turn three"), DisplayKind: "steer"}, // 7: turn 2
-			repo.NewMessage{Role: "assistant", Content: sptr("reply three")},                 // 8
+		ids := storetest.AppendAll(t, st, "s",
+			repo.NewMessage{Role: "user", Content: &summary},                                            // 0: not a typed turn
+			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("turn one")},                         // 1: turn 0
+			repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("reply one")},                   // 2
+			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("turn two")},                         // 3: turn 1
+			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("no reply, same turn")},              // 4: merged into turn 1
+			repo.NewMessage{Role: "assistant", ToolCalls: calls},                                        // 5
+			repo.NewMessage{Role: "tool", Content: fixturetest.Ptr("ok"), ToolCallID: "c1"},             // 6
+			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("turn three"), DisplayKind: "steer"}, // 7: turn 2
+			repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("reply three")},                 // 8
 		)
 		active, err := rw.ActiveIDs(ctx, "s")
 		require.NoError(t, err)
@@ -399,24 +394,24 @@ func TestContractRewind(t *testing.T) {
 
 		// Refusals.
 		_, err = rw.ToMessage(ctx, "s", ids[2], repo.RewindOptions{})
-		requireKind(t, err, hs.ErrInvalid)
+		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 		_, err = rw.ToMessage(ctx, "s", 999999, repo.RewindOptions{})
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 		_, err = rw.ToMessage(ctx, "s", ids[7], repo.RewindOptions{ExpectedActiveIDs: ids[:3]})
-		requireKind(t, err, hs.ErrConflict)
-		_, err = rw.ToMessage(ctx, "s", ids[7], repo.RewindOptions{ExpectedTargetContent: sptr("something else")})
-		requireKind(t, err, hs.ErrConflict)
+		fixturetest.RequireKind(t, err, hs.ErrConflict)
+		_, err = rw.ToMessage(ctx, "s", ids[7], repo.RewindOptions{ExpectedTargetContent: fixturetest.Ptr("something else")})
+		fixturetest.RequireKind(t, err, hs.ErrConflict)
 		_, err = rw.ToMessage(ctx, "missing", ids[7], repo.RewindOptions{})
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 		// A live compression lock refuses; an expired one is reclaimed.
-		execSQL(t, st, `INSERT INTO compression_locks (session_id, holder, acquired_at, expires_at) VALUES ('s', 'other', 1, 4102444800)`)
+		storetest.Exec(t, st, `INSERT INTO compression_locks (session_id, holder, acquired_at, expires_at) VALUES ('s', 'other', 1, 4102444800)`)
 		_, err = rw.ToMessage(ctx, "s", ids[7], repo.RewindOptions{})
-		requireKind(t, err, hs.ErrConflict)
-		execSQL(t, st, `UPDATE compression_locks SET expires_at = 2 WHERE session_id = 's'`)
-		execSQL(t, st, `INSERT INTO session_turn_leases (conversation_id, holder, acquired_at, expires_at) VALUES ('s', 'h', 1, 4102444800)`)
+		fixturetest.RequireKind(t, err, hs.ErrConflict)
+		storetest.Exec(t, st, `UPDATE compression_locks SET expires_at = 2 WHERE session_id = 's'`)
+		storetest.Exec(t, st, `INSERT INTO session_turn_leases (conversation_id, holder, acquired_at, expires_at) VALUES ('s', 'h', 1, 4102444800)`)
 		_, err = rw.ToMessage(ctx, "s", ids[7], repo.RewindOptions{})
-		requireKind(t, err, hs.ErrConflict)
-		execSQL(t, st, `UPDATE session_turn_leases SET expires_at = 2`)
+		fixturetest.RequireKind(t, err, hs.ErrConflict)
+		storetest.Exec(t, st, `UPDATE session_turn_leases SET expires_at = 2`)
 
 		// Undo the last turn.
 		res, err := rw.UserTurn(ctx, "s", -1)
@@ -426,7 +421,7 @@ func TestContractRewind(t *testing.T) {
 		require.Equal(t, 1, res.TurnsUndone)
 		require.Equal(t, ids[6], *res.NewHeadID)
 		var locks, leases int64
-		queryRow(t, st, `SELECT (SELECT COUNT(*) FROM compression_locks), (SELECT COUNT(*) FROM session_turn_leases)`, nil, &locks, &leases)
+		storetest.QueryRow(t, st, `SELECT (SELECT COUNT(*) FROM compression_locks), (SELECT COUNT(*) FROM session_turn_leases)`, nil, &locks, &leases)
 		require.Zero(t, locks+leases, "expired guards are reclaimed")
 		s, err := st.Sessions().Get(ctx, "s")
 		require.NoError(t, err)
@@ -440,12 +435,12 @@ func TestContractRewind(t *testing.T) {
 		require.Equal(t, ids[3], res.TargetMessage.ID)
 		require.Equal(t, 4, res.RewoundCount)
 		_, err = rw.UserTurn(ctx, "s", 1)
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 
 		// Rewinding with pinned expectations.
 		active, err = rw.ActiveIDs(ctx, "s")
 		require.NoError(t, err)
-		res, err = rw.ToMessage(ctx, "s", ids[1], repo.RewindOptions{ExpectedActiveIDs: active, ExpectedTargetContent: sptr("turn one")})
+		res, err = rw.ToMessage(ctx, "s", ids[1], repo.RewindOptions{ExpectedActiveIDs: active, ExpectedTargetContent: fixturetest.Ptr("turn one")})
 		require.NoError(t, err)
 		require.Equal(t, 2, res.RewoundCount)
 		require.Equal(t, ids[0], *res.NewHeadID)
@@ -457,6 +452,6 @@ func TestContractRewind(t *testing.T) {
 		_, err = st.Sessions().End(ctx, "s", "compression")
 		require.NoError(t, err)
 		_, err = rw.ToMessage(ctx, "s", ids[0], repo.RewindOptions{})
-		requireKind(t, err, hs.ErrConflict)
+		fixturetest.RequireKind(t, err, hs.ErrConflict)
 	})
 }

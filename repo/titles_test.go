@@ -1,4 +1,4 @@
-package hermesstate_test
+package repo_test
 
 import (
 	"context"
@@ -10,13 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
 func TestTitlesFixtures(t *testing.T) {
 	ctx := context.Background()
-	for _, f := range loadAPIFixtures(t) {
+	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			var tt struct {
 				Stored  []string `json:"stored"`
@@ -38,12 +40,12 @@ func TestTitlesFixtures(t *testing.T) {
 				} `json:"sanitize_title"`
 			}
 			require.NoError(t, json.Unmarshal(f.Titles, &tt))
-			st := openFixture(t, f)
+			st := storetest.FixtureStore(t, f.Fixture)
 			titles := st.Titles()
 			stored, err := titles.Stored(ctx)
 			require.NoError(t, err)
 			require.Equal(t, tt.Stored, stored)
-			if !f.absent("resolve_session_by_title") {
+			if !f.Absent("resolve_session_by_title") {
 				for _, c := range tt.Resolve {
 					id, err := titles.Resolve(ctx, c.Title)
 					if c.Result == nil {
@@ -54,7 +56,7 @@ func TestTitlesFixtures(t *testing.T) {
 					require.Equal(t, *c.Result, id, c.Title)
 				}
 			}
-			if !f.absent("get_session_by_title") {
+			if !f.Absent("get_session_by_title") {
 				for _, c := range tt.ByTitle {
 					s, err := titles.ByTitle(ctx, c.Title)
 					if c.Result == nil {
@@ -66,10 +68,10 @@ func TestTitlesFixtures(t *testing.T) {
 					// The row is get_session's dict.
 					var want map[string]any
 					require.NoError(t, json.Unmarshal(f.Sessions[s.ID], &want))
-					subsetEq(t, want, s, c.Title)
+					fixturetest.SubsetEq(t, want, s, c.Title)
 				}
 			}
-			if !f.absent("get_next_title_in_lineage") {
+			if !f.Absent("get_next_title_in_lineage") {
 				for _, c := range tt.Next {
 					got, err := titles.NextInLineage(ctx, c.Base)
 					require.NoError(t, err)
@@ -96,28 +98,21 @@ func TestTitlesFixtures(t *testing.T) {
 					require.Contains(t, w["error"], "Title too long")
 				}
 			}
-			if !f.absent("get_session_title") {
-				for _, e := range f.extras("get_session_title") {
+			if !f.Absent("get_session_title") {
+				for _, e := range f.ExtrasOf("get_session_title") {
 					got, err := titles.Get(ctx, e.Args[0].(string))
 					require.NoError(t, err)
 					var want *string
 					require.NoError(t, json.Unmarshal(e.Result, &want))
-					require.Equal(t, deref(want), got)
+					require.Equal(t, fixturetest.Deref(want), got)
 				}
 			}
 		})
 	}
 }
 
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
 func TestTitlesFresh(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		ss, tl := st.Sessions(), st.Titles()
 		mk := func(id string) {
@@ -135,7 +130,7 @@ func TestTitlesFresh(t *testing.T) {
 		require.Equal(t, "My title", got)
 		s, err := ss.Get(ctx, "a")
 		require.NoError(t, err)
-		require.Equal(t, "user", deref(s.TitleSource))
+		require.Equal(t, "user", fixturetest.Deref(s.TitleSource))
 
 		// Collision: ErrConflict carrying the holder's id.
 		_, err = tl.Set(ctx, "b", "My title")
@@ -220,7 +215,7 @@ func TestTitlesFresh(t *testing.T) {
 }
 
 func TestBotChatTitle(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		ss, tl := st.Sessions(), st.Titles()
 		for _, id := range []string{"bot", "new", "dm"} {

@@ -1,4 +1,4 @@
-package hermesstate_test
+package repo_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -15,20 +17,20 @@ import (
 // TestLookupFixtures: search_sessions_by_id against what Hermes returned.
 func TestLookupFixtures(t *testing.T) {
 	checked := 0
-	for _, f := range loadAPIFixtures(t) {
+	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			ctx := ctxT(t)
-			st := openFixture(t, f)
-			for _, e := range f.extras("search_sessions_by_id") {
+			ctx := fixturetest.Ctx(t)
+			st := storetest.FixtureStore(t, f.Fixture)
+			for _, e := range f.ExtrasOf("search_sessions_by_id") {
 				if string(e.Result) == "null" {
 					continue
 				}
 				got, err := st.Lookup().SearchByID(ctx, e.Args[0].(string), repo.SearchByIDOptions{})
 				require.NoError(t, err)
-				want := toAny(e.Result).([]any)
+				want := fixturetest.ToAny(e.Result).([]any)
 				require.Len(t, got, len(want))
 				for i, w := range want {
-					if d := jsonDiff("search_sessions_by_id", w, toAny(got[i]), true); d != "" {
+					if d := fixturetest.JSONDiff("search_sessions_by_id", w, fixturetest.ToAny(got[i]), true); d != "" {
 						t.Errorf("search_sessions_by_id(%v)[%d] differs:\n%s", e.Args, i, d)
 					}
 				}
@@ -40,8 +42,8 @@ func TestLookupFixtures(t *testing.T) {
 }
 
 func TestContractSessionState(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		ss, sst := st.Sessions(), st.SessionState()
 
 		e, err := sst.Ensure(ctx, repo.NewSession{ID: "e"})
@@ -65,13 +67,13 @@ func TestContractSessionState(t *testing.T) {
 		require.NoError(t, sst.UpdateModel(ctx, "s", "m2", "prov"))
 		got, err = ss.Get(ctx, "s")
 		require.NoError(t, err)
-		require.Equal(t, "m2", deref(got.Model))
+		require.Equal(t, "m2", fixturetest.Deref(got.Model))
 		require.Equal(t, `{"_branched_from": "p", "temperature": 0.5, "model": "m2", "provider": "prov"}`, string(got.ModelConfig))
 		require.Nil(t, got.SystemPromptHash)
 		counts, err := st.TableCounts(ctx)
 		require.NoError(t, err)
 		require.Zero(t, counts["system_prompts"], "the dropped prompt is collected")
-		requireKind(t, sst.UpdateModel(ctx, "missing", "m", ""), hs.ErrNotFound)
+		fixturetest.RequireKind(t, sst.UpdateModel(ctx, "missing", "m", ""), hs.ErrNotFound)
 
 		require.NoError(t, sst.PatchModelConfig(ctx, "s", map[string]any{"temperature": nil, "yolo_mode": true}))
 		v, ok, err := sst.ModelConfigValue(ctx, "s", "yolo_mode")
@@ -88,12 +90,12 @@ func TestContractSessionState(t *testing.T) {
 		got, err = ss.Get(ctx, "s")
 		require.NoError(t, err)
 		require.Equal(t, `{"a": "\u00e9"}`, string(got.ModelConfig))
-		require.Equal(t, "m2", deref(got.Model), "an empty model keeps the stored one")
+		require.Equal(t, "m2", fixturetest.Deref(got.Model), "an empty model keeps the stored one")
 		require.NoError(t, sst.UpdateMeta(ctx, "s", nil, "m3"))
 		got, err = ss.Get(ctx, "s")
 		require.NoError(t, err)
 		require.Nil(t, got.ModelConfig)
-		require.Equal(t, "m3", deref(got.Model))
+		require.Equal(t, "m3", fixturetest.Deref(got.Model))
 
 		// cwd and git metadata generations.
 		g1, err := sst.UpdateCwd(ctx, "s", "/w/a", "main", "/w", false)
@@ -103,7 +105,7 @@ func TestContractSessionState(t *testing.T) {
 		require.Equal(t, g1+1, g2)
 		got, err = ss.Get(ctx, "s")
 		require.NoError(t, err)
-		require.Equal(t, "main", deref(got.GitBranch), "the same cwd keeps known git values")
+		require.Equal(t, "main", fixturetest.Deref(got.GitBranch), "the same cwd keeps known git values")
 		ok, err = sst.PublishGitMetadata(ctx, "s", "/w/a", g1, "stale", "")
 		require.NoError(t, err)
 		require.False(t, ok, "an older generation cannot publish")
@@ -116,14 +118,14 @@ func TestContractSessionState(t *testing.T) {
 		require.NoError(t, err)
 		require.Nil(t, got.GitBranch, "a new cwd replaces the git values")
 		_, err = sst.UpdateCwd(ctx, "s", "", "", "", false)
-		requireKind(t, err, hs.ErrInvalid)
+		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 		_, err = sst.UpdateCwd(ctx, "missing", "/x", "", "", false)
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 
 		// tools[] pin.
 		require.NoError(t, sst.UpdateToolNames(ctx, "s", []string{"terminal", "ré"}))
 		var tn string
-		queryRow(t, st, `SELECT tool_names FROM sessions WHERE id = 's'`, nil, &tn)
+		storetest.QueryRow(t, st, `SELECT tool_names FROM sessions WHERE id = 's'`, nil, &tn)
 		require.Equal(t, `["terminal", "r\u00e9"]`, tn)
 		require.NoError(t, sst.UpdateToolNames(ctx, "s", nil))
 		got, err = ss.Get(ctx, "s")
@@ -145,20 +147,20 @@ func TestContractSessionState(t *testing.T) {
 		require.NoError(t, err)
 		got, err = ss.Get(ctx, "s")
 		require.NoError(t, err)
-		require.Equal(t, []rune(long[:119]+"…"), []rune(deref(got.LastActivityDescription)))
-		require.Equal(t, "unknown", deref(got.LastActivityProvenance))
+		require.Equal(t, []rune(long[:119]+"…"), []rune(fixturetest.Deref(got.LastActivityDescription)))
+		require.Equal(t, "unknown", fixturetest.Deref(got.LastActivityProvenance))
 		require.NoError(t, sst.ClearActivityLabels(ctx, "s"))
 		got, err = ss.Get(ctx, "s")
 		require.NoError(t, err)
-		require.Equal(t, "", deref(got.LastActivityDescription))
+		require.Equal(t, "", fixturetest.Deref(got.LastActivityDescription))
 		require.EqualValues(t, 1768000000, *got.LastActivityAt)
 		require.NoError(t, sst.ClearActivityLabels(ctx, "missing"))
 	})
 }
 
 func TestContractSessionLifecycle(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		ss, sst := st.Sessions(), st.SessionState()
 		mk := func(id, parent, key string, started float64) {
 			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "telegram", ParentSessionID: parent, SessionKey: key, StartedAt: models.Epoch(started)})
@@ -166,7 +168,7 @@ func TestContractSessionLifecycle(t *testing.T) {
 		}
 		generation := func() int64 {
 			var g int64
-			queryRow(t, st, `SELECT COALESCE(MAX(generation), 0) FROM conversation_generations`, nil, &g)
+			storetest.QueryRow(t, st, `SELECT COALESCE(MAX(generation), 0) FROM conversation_generations`, nil, &g)
 			return g
 		}
 
@@ -187,7 +189,7 @@ func TestContractSessionLifecycle(t *testing.T) {
 		require.True(t, ok)
 		got, err := ss.Get(ctx, "closed")
 		require.NoError(t, err)
-		require.Equal(t, "session_reset", deref(got.EndReason))
+		require.Equal(t, "session_reset", fixturetest.Deref(got.EndReason))
 		require.EqualValues(t, 2, generation())
 		ok, err = sst.PromoteToReset(ctx, "missing", "")
 		require.NoError(t, err)
@@ -233,7 +235,7 @@ func TestContractSessionLifecycle(t *testing.T) {
 		mk("old", "", "", 1700000500)
 		_, err = ss.End(ctx, "old", "user_exit")
 		require.NoError(t, err)
-		execSQL(t, st, `UPDATE sessions SET ended_at = 1700000600 WHERE id = 'old'`)
+		storetest.Exec(t, st, `UPDATE sessions SET ended_at = 1700000600 WHERE id = 'old'`)
 		mk("pinned", "", "", 1700000500)
 		_, err = ss.End(ctx, "pinned", "user_exit")
 		require.NoError(t, err)
@@ -264,9 +266,9 @@ func TestContractSessionLifecycle(t *testing.T) {
 			mk(id, "", "", 1700002000)
 		}
 		calls := models.MustJSON([]map[string]any{{"id": "x"}})
-		appendAll(t, st, "c1", repo.NewMessage{Role: "user", Content: sptr("q")}, repo.NewMessage{Role: "assistant", Content: sptr("a")})
-		appendAll(t, st, "c2", repo.NewMessage{Role: "assistant", ToolCalls: calls})
-		appendAll(t, st, "c3", repo.NewMessage{Role: "assistant", Content: sptr("x"), FinishReason: sptr(" Error ")})
+		storetest.AppendAll(t, st, "c1", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("q")}, repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("a")})
+		storetest.AppendAll(t, st, "c2", repo.NewMessage{Role: "assistant", ToolCalls: calls})
+		storetest.AppendAll(t, st, "c3", repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("x"), FinishReason: fixturetest.Ptr(" Error ")})
 		statuses, err := sst.LifecycleStatuses(ctx, []string{"c1", "c2", "c3", "c4", "missing", ""})
 		require.NoError(t, err)
 		require.Equal(t, map[string]string{"c1": "complete", "c2": "interrupted", "c3": "error", "c4": "empty", "missing": "empty"}, statuses)
@@ -274,8 +276,8 @@ func TestContractSessionLifecycle(t *testing.T) {
 }
 
 func TestContractLookupAndUsage(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		mk := func(id, parent, source, title string, started float64, mc models.JSON) {
 			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: source, ParentSessionID: parent, StartedAt: models.Epoch(started), ModelConfig: mc})
@@ -286,7 +288,7 @@ func TestContractLookupAndUsage(t *testing.T) {
 			}
 		}
 		mk("abc_root", "", "cli", "AN-94 rollout", 1700000000, nil)
-		appendAll(t, st, "abc_root", repo.NewMessage{Role: "user", Content: sptr("start the rollout")})
+		storetest.AppendAll(t, st, "abc_root", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("start the rollout")})
 		_, err := ss.End(ctx, "abc_root", "compression")
 		require.NoError(t, err)
 		mk("zzz_tip", "abc_root", "cli", "", 1700000100, nil)
@@ -329,7 +331,7 @@ func TestContractLookupAndUsage(t *testing.T) {
 		require.Equal(t, "abc_root", row.ID, "never projected")
 		require.Equal(t, "start the rollout", row.Preview)
 		_, err = st.Lookup().RichRow(ctx, "missing")
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 		for i, id := range []string{"cron_daily_20260101", "cron_daily_20260102", "cron_dailyx_20260103", "cron_weekly_1"} {
 			mk(id, "", "cron", "", 1700010000+float64(i), nil)
 		}
@@ -342,7 +344,7 @@ func TestContractLookupAndUsage(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "cron_daily_20260101", runs[0].ID)
 		_, err = st.Lookup().CronJobRuns(ctx, "", 0, 0)
-		requireKind(t, err, hs.ErrInvalid)
+		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 
 		// state_meta prefix listing.
 		for _, k := range []string{"loop:a", "loop:b", "loop_x", "other"} {
@@ -362,9 +364,9 @@ func TestContractLookupAndUsage(t *testing.T) {
 		// recent route; auxiliary usage on a missing session.
 		us := st.Usage()
 		require.NoError(t, ss.UpdateTokenCounts(ctx, "abc_root", repo.TokenUpdate{InputTokens: 10, OutputTokens: 5, APICallCount: 1,
-			Model: "m1", BillingProvider: "p1", EstimatedCostUSD: fptr(0.5)}))
-		require.NoError(t, ss.UpdateTokenCounts(ctx, "abc", repo.TokenUpdate{InputTokens: 1, APICallCount: 1, ActualCostUSD: fptr(2)}))
-		appendAll(t, st, "abc", repo.NewMessage{Role: "user", Content: sptr("q")})
+			Model: "m1", BillingProvider: "p1", EstimatedCostUSD: fixturetest.Ptr(0.5)}))
+		require.NoError(t, ss.UpdateTokenCounts(ctx, "abc", repo.TokenUpdate{InputTokens: 1, APICallCount: 1, ActualCostUSD: fixturetest.Ptr(2.0)}))
+		storetest.AppendAll(t, st, "abc", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("q")})
 		tot, err := us.Totals(ctx, repo.TotalsOptions{})
 		require.NoError(t, err)
 		require.Equal(t, repo.Totals{Tokens: 16, CostUSD: 2.5}, tot)

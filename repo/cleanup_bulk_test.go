@@ -1,4 +1,4 @@
-package hermesstate_test
+package repo_test
 
 import (
 	"testing"
@@ -6,13 +6,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
 func TestContractBulkDeletesAndProbes(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		ss, cl := st.Sessions(), st.Cleanup()
 		mk := func(id, parent string, mc models.JSON) {
 			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli", ParentSessionID: parent, ModelConfig: mc, SystemPrompt: "p-" + id})
@@ -23,7 +25,7 @@ func TestContractBulkDeletesAndProbes(t *testing.T) {
 		mk("a_sub1", "a", models.MustJSON(map[string]any{"_delegate_from": "a"}))
 		mk("a_branch", "a", models.MustJSON(map[string]any{"_branched_from": "a"}))
 		mk("b", "", nil)
-		appendAll(t, st, "b", repo.NewMessage{Role: "user", Content: sptr("x"), PlatformMessageID: "tg-1"})
+		storetest.AppendAll(t, st, "b", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("x"), PlatformMessageID: "tg-1"})
 
 		targets, err := cl.DeleteTargets(ctx, "a")
 		require.NoError(t, err)
@@ -37,13 +39,13 @@ func TestContractBulkDeletesAndProbes(t *testing.T) {
 		require.Equal(t, 1, n)
 		for _, id := range []string{"a", "a_sub1", "a_sub2"} {
 			_, err := ss.Get(ctx, id)
-			requireKind(t, err, hs.ErrNotFound)
+			fixturetest.RequireKind(t, err, hs.ErrNotFound)
 		}
 		br, err := ss.Get(ctx, "a_branch")
 		require.NoError(t, err)
 		require.Nil(t, br.ParentSessionID, "a branch is orphaned, not deleted")
 		var prompts int64
-		queryRow(t, st, `SELECT COUNT(*) FROM system_prompts`, nil, &prompts)
+		storetest.QueryRow(t, st, `SELECT COUNT(*) FROM system_prompts`, nil, &prompts)
 		require.EqualValues(t, 2, prompts, "the deleted sessions' prompts are collected")
 
 		// Conditional and bulk deletes of empty sessions.
