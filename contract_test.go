@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/internal/pgtest"
 )
 
@@ -87,3 +88,6 @@ func requireKind(t *testing.T, err, kind error) {
 
 // pgTestDSN returns the DSN of the test server (skipping without one).
 func pgTestDSN(t *testing.T) string { return pgtest.DSN(t) }
+
+// pgDSNFor returns a DSN whose search_path is the store's schema.
+func pgDSNFor(t *testing.T, st *hs.Store) string { return storetest.PostgresDSN(t, st) }

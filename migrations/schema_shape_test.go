@@ -1,4 +1,4 @@
-package hermesstate_test
+package migrations_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 )
 
 // inScope are the tables whose shape a file made by Open must share with a
@@ -37,8 +38,8 @@ func (c colInfo) String() string {
 func normSQL(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func TestFreshFileHasHermesV30Shape(t *testing.T) {
-	var v30 *Fixture
-	for _, f := range LoadFixtures(t) {
+	var v30 *fixturetest.Fixture
+	for _, f := range fixturetest.LoadFixtures(t) {
 		if f.Version == 30 {
 			v30 = f
 		}
@@ -48,7 +49,7 @@ func TestFreshFileHasHermesV30Shape(t *testing.T) {
 	st, err := hs.Open(context.Background(), hs.Config{Path: path})
 	require.NoError(t, err)
 	require.NoError(t, st.Close())
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 
 	var want map[string][]colInfo
 	v30.Get(t, "table_info", &want)

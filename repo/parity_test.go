@@ -1,4 +1,4 @@
-package hermesstate_test
+package repo_test
 
 // Behaviours where hermesstate used to store or return something other than
 // Hermes' SessionDB (issue 14, "divergences that change data"). Each test
@@ -12,27 +12,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
-func fptr(f float64) *float64 { return &f }
-func sptr(s string) *string   { return strp(s) }
-
 // TestParityTokenCountsAbsolute: update_token_counts as Hermes' code does it
 // (hermes_state_usage.update_token_counts and _insert_session_row).
 func TestParityTokenCountsAbsolute(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		_, err := ss.Create(ctx, repo.NewSession{ID: "s1", Source: "telegram"})
 		require.NoError(t, err)
 
 		// Absolute mode SETS actual_cost_usd when a value is given
 		// (CASE WHEN ? IS NULL THEN actual_cost_usd ELSE ? END) ...
-		require.NoError(t, ss.UpdateTokenCounts(ctx, "s1", repo.TokenUpdate{InputTokens: 10, ActualCostUSD: fptr(0.5)}))
+		require.NoError(t, ss.UpdateTokenCounts(ctx, "s1", repo.TokenUpdate{InputTokens: 10, ActualCostUSD: fixturetest.Ptr(0.5)}))
 		require.NoError(t, ss.UpdateTokenCounts(ctx, "s1", repo.TokenUpdate{InputTokens: 100, OutputTokens: 7,
-			ActualCostUSD: fptr(0.25), Absolute: true}))
+			ActualCostUSD: fixturetest.Ptr(0.25), Absolute: true}))
 		got, err := ss.Get(ctx, "s1")
 		require.NoError(t, err)
 		require.NotNil(t, got.ActualCostUSD)
@@ -47,7 +46,7 @@ func TestParityTokenCountsAbsolute(t *testing.T) {
 		require.EqualValues(t, 120, got.InputTokens)
 		require.EqualValues(t, 0, got.OutputTokens)
 		// Delta mode adds.
-		require.NoError(t, ss.UpdateTokenCounts(ctx, "s1", repo.TokenUpdate{InputTokens: 1, ActualCostUSD: fptr(0.5)}))
+		require.NoError(t, ss.UpdateTokenCounts(ctx, "s1", repo.TokenUpdate{InputTokens: 1, ActualCostUSD: fixturetest.Ptr(0.5)}))
 		got, err = ss.Get(ctx, "s1")
 		require.NoError(t, err)
 		require.Equal(t, 0.75, *got.ActualCostUSD)
@@ -59,12 +58,12 @@ func TestParityTokenCountsAbsolute(t *testing.T) {
 		require.NoError(t, ss.UpdateTokenCounts(ctx, "s2", repo.TokenUpdate{Model: "m-first", BillingProvider: "p1"}))
 		got, err = ss.Get(ctx, "s2")
 		require.NoError(t, err)
-		require.Equal(t, "m-first", deref(got.Model))
+		require.Equal(t, "m-first", fixturetest.Deref(got.Model))
 		require.Nil(t, got.BillingProvider, "route parts other than the model need an accounted report")
 		require.NoError(t, ss.UpdateTokenCounts(ctx, "s2", repo.TokenUpdate{Model: "m-second"}))
 		got, err = ss.Get(ctx, "s2")
 		require.NoError(t, err)
-		require.Equal(t, "m-first", deref(got.Model))
+		require.Equal(t, "m-first", fixturetest.Deref(got.Model))
 
 		// A placeholder row (source 'unknown', made by a report without a
 		// source) takes the real source of a later report.
@@ -88,15 +87,15 @@ func TestParityTokenCountsAbsolute(t *testing.T) {
 		// is COALESCEd; absolute mode sets them.
 		_, err = ss.Create(ctx, repo.NewSession{ID: "s4", Source: "cli"})
 		require.NoError(t, err)
-		execSQL(t, st, `UPDATE sessions SET input_tokens = NULL, output_tokens = NULL, api_call_count = NULL WHERE id = 's4'`)
+		storetest.Exec(t, st, `UPDATE sessions SET input_tokens = NULL, output_tokens = NULL, api_call_count = NULL WHERE id = 's4'`)
 		require.NoError(t, ss.UpdateTokenCounts(ctx, "s4", repo.TokenUpdate{InputTokens: 5, OutputTokens: 6, APICallCount: 1}))
 		var in, out, calls sql.NullInt64
-		queryRow(t, st, `SELECT input_tokens, output_tokens, api_call_count FROM sessions WHERE id = 's4'`, nil, &in, &out, &calls)
+		storetest.QueryRow(t, st, `SELECT input_tokens, output_tokens, api_call_count FROM sessions WHERE id = 's4'`, nil, &in, &out, &calls)
 		require.False(t, in.Valid, "a NULL counter stays NULL in delta mode")
 		require.False(t, out.Valid)
 		require.Equal(t, sql.NullInt64{Int64: 1, Valid: true}, calls)
 		require.NoError(t, ss.UpdateTokenCounts(ctx, "s4", repo.TokenUpdate{InputTokens: 5, OutputTokens: 6, APICallCount: 2, Absolute: true}))
-		queryRow(t, st, `SELECT input_tokens, output_tokens, api_call_count FROM sessions WHERE id = 's4'`, nil, &in, &out, &calls)
+		storetest.QueryRow(t, st, `SELECT input_tokens, output_tokens, api_call_count FROM sessions WHERE id = 's4'`, nil, &in, &out, &calls)
 		require.Equal(t, sql.NullInt64{Int64: 5, Valid: true}, in)
 		require.Equal(t, sql.NullInt64{Int64: 6, Valid: true}, out)
 		require.Equal(t, sql.NullInt64{Int64: 2, Valid: true}, calls)
@@ -107,8 +106,8 @@ func TestParityTokenCountsAbsolute(t *testing.T) {
 // sessions.tool_names references survive every garbage collection
 // (delete, prune, clear), as _delete_unreferenced_system_prompts does.
 func TestParityPromptGCKeepsToolNames(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		mk := func(id, prompt string) {
 			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli", SystemPrompt: prompt, StartedAt: 1700000000})
@@ -116,7 +115,7 @@ func TestParityPromptGCKeepsToolNames(t *testing.T) {
 		}
 		promptRows := func() int64 {
 			var n int64
-			queryRow(t, st, `SELECT COUNT(*) FROM system_prompts`, nil, &n)
+			storetest.QueryRow(t, st, `SELECT COUNT(*) FROM system_prompts`, nil, &n)
 			return n
 		}
 		// Session "holder" references the prompts of "a", "b" and "c" only
@@ -127,7 +126,7 @@ func TestParityPromptGCKeepsToolNames(t *testing.T) {
 		_, err := ss.Create(ctx, repo.NewSession{ID: "holder", Source: "cli"})
 		require.NoError(t, err)
 		for _, p := range []string{"prompt A", "prompt B", "prompt C"} {
-			execSQL(t, st, `UPDATE sessions SET tool_names = ? WHERE id = 'holder'`, repo.PromptHash(p))
+			storetest.Exec(t, st, `UPDATE sessions SET tool_names = ? WHERE id = 'holder'`, repo.PromptHash(p))
 			switch p {
 			case "prompt A":
 				_, err = st.Cleanup().Delete(ctx, "a")
@@ -140,11 +139,11 @@ func TestParityPromptGCKeepsToolNames(t *testing.T) {
 			}
 			require.NoError(t, err)
 			var kept int64
-			queryRow(t, st, `SELECT COUNT(*) FROM system_prompts WHERE hash = ?`, []any{repo.PromptHash(p)}, &kept)
+			storetest.QueryRow(t, st, `SELECT COUNT(*) FROM system_prompts WHERE hash = ?`, []any{repo.PromptHash(p)}, &kept)
 			require.EqualValues(t, 1, kept, "%q is referenced by tool_names", p)
 		}
 		// Without the reference, the next collection removes it.
-		execSQL(t, st, `UPDATE sessions SET tool_names = NULL WHERE id = 'holder'`)
+		storetest.Exec(t, st, `UPDATE sessions SET tool_names = NULL WHERE id = 'holder'`)
 		mk("d", "prompt D")
 		_, err = st.Cleanup().Delete(ctx, "d")
 		require.NoError(t, err)
@@ -156,8 +155,8 @@ func TestParityPromptGCKeepsToolNames(t *testing.T) {
 // session is the one Hermes' _CHAIN_STEP_SQL picks: a child that itself
 // ended with compression, then a live child, then by last activity.
 func TestParityCompressionChildChoice(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		mk := func(id, parent string, started float64) {
 			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli", ParentSessionID: parent, StartedAt: models.Epoch(started)})
@@ -231,22 +230,22 @@ func TestParityCompressionChildChoice(t *testing.T) {
 // reasoning only when truthy, drops background-review harness turns (and
 // the curator reply after each) and blanks stale [marker] assistant content.
 func TestParityReplay(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
 		require.NoError(t, err)
 		calls := models.MustJSON([]map[string]any{{"id": "c1", "type": "function", "function": map[string]any{"name": "memory", "arguments": "{}"}}})
 		msgs := []repo.NewMessage{
-			{Role: "user", Content: sptr("first question")},
-			{Role: "assistant", Content: sptr("answer"), FinishReason: sptr(""), Reasoning: sptr(""), ReasoningContent: sptr("")},
-			{Role: "user", Content: sptr("  Review the conversation above and consider saving to memory. Be brief.")},
-			{Role: "assistant", Content: sptr("curator reply")},
-			{Role: "system", Content: sptr("Review the conversation above and update the skill library")},
-			{Role: "user", Content: sptr("Review the conversation above and consider saving to memory")},
-			{Role: "assistant", Content: sptr("second curator reply")},
-			{Role: "assistant", Content: sptr(" [memory] "), ToolCalls: calls, FinishReason: sptr("tool_calls"), Reasoning: sptr("think")},
-			{Role: "tool", Content: sptr("[memory]"), ToolCallID: "c1", ToolName: "memory"},
-			{Role: "assistant", Content: sptr("[memory]")},
+			{Role: "user", Content: fixturetest.Ptr("first question")},
+			{Role: "assistant", Content: fixturetest.Ptr("answer"), FinishReason: fixturetest.Ptr(""), Reasoning: fixturetest.Ptr(""), ReasoningContent: fixturetest.Ptr("")},
+			{Role: "user", Content: fixturetest.Ptr("  Review the conversation above and consider saving to memory. Be brief.")},
+			{Role: "assistant", Content: fixturetest.Ptr("curator reply")},
+			{Role: "system", Content: fixturetest.Ptr("Review the conversation above and update the skill library")},
+			{Role: "user", Content: fixturetest.Ptr("Review the conversation above and consider saving to memory")},
+			{Role: "assistant", Content: fixturetest.Ptr("second curator reply")},
+			{Role: "assistant", Content: fixturetest.Ptr(" [memory] "), ToolCalls: calls, FinishReason: fixturetest.Ptr("tool_calls"), Reasoning: fixturetest.Ptr("think")},
+			{Role: "tool", Content: fixturetest.Ptr("[memory]"), ToolCallID: "c1", ToolName: "memory"},
+			{Role: "assistant", Content: fixturetest.Ptr("[memory]")},
 		}
 		_, err = st.Messages().AppendBatch(ctx, "s", msgs)
 		require.NoError(t, err)
@@ -273,6 +272,6 @@ func TestParityReplay(t *testing.T) {
 		list, err := st.Messages().List(ctx, "s")
 		require.NoError(t, err)
 		require.Len(t, list, len(msgs))
-		require.Equal(t, " [memory] ", deref(list[7].Content))
+		require.Equal(t, " [memory] ", fixturetest.Deref(list[7].Content))
 	})
 }

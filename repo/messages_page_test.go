@@ -1,4 +1,4 @@
-package hermesstate_test
+package repo_test
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -16,8 +18,8 @@ import (
 // and backwards, and by offset) on both backends and checks every window's
 // rows, position and total against the full list.
 func TestContractMessagePage(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		ss, ms := st.Sessions(), st.Messages()
 		for _, id := range []string{"p", "other"} {
 			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli"})
@@ -94,21 +96,21 @@ func TestContractMessagePage(t *testing.T) {
 		require.Zero(t, pg.Total)
 		require.NotNil(t, pg.Messages)
 		_, err = ms.Page(ctx, "missing", repo.PageOptions{})
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 
 		for _, bad := range []repo.PageOptions{{Limit: -1}, {Limit: repo.MaxPageLimit + 1}, {Offset: -1}, {AfterID: -1}, {BeforeID: -2}} {
 			_, err = ms.Page(ctx, "p", bad)
-			requireKind(t, err, hs.ErrInvalid)
+			fixturetest.RequireKind(t, err, hs.ErrInvalid)
 		}
 		_, err = ms.Page(ctx, "", repo.PageOptions{})
-		requireKind(t, err, hs.ErrInvalid)
+		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 	})
 }
 
 // TestMessagePageInactive: rewound rows are left out of windows and totals
 // unless asked for.
 func TestMessagePageInactive(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := fixturetest.Ctx(t)
 	path := filepath.Join(t.TempDir(), "state.db")
 	st, err := hs.Open(ctx, hs.Config{Path: path})
 	require.NoError(t, err)
@@ -121,7 +123,7 @@ func TestMessagePageInactive(t *testing.T) {
 	}
 	ids, err := st.Messages().AppendBatch(ctx, "s", batch)
 	require.NoError(t, err)
-	_, err = rawDB(t, path).Exec("UPDATE messages SET active = 0 WHERE id IN (?, ?, ?)", ids[0], ids[4], ids[5])
+	_, err = fixturetest.Raw(t, path).Exec("UPDATE messages SET active = 0 WHERE id IN (?, ?, ?)", ids[0], ids[4], ids[5])
 	require.NoError(t, err)
 
 	pg, err := st.Messages().Page(ctx, "s", repo.PageOptions{Limit: 3})

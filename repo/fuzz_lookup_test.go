@@ -1,4 +1,4 @@
-package hermesstate_test
+package repo_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -19,7 +20,7 @@ func FuzzLookupQueries(f *testing.F) {
 		f.Add(s)
 	}
 	ctx := context.Background()
-	st := openFresh(f)
+	st := storetest.Fresh(f)
 	for _, id := range []string{"abc_1", "xabc", "a%b", "a_b", `a\b`, "桂林_9"} {
 		if _, err := st.Sessions().Create(ctx, repo.NewSession{ID: id, Source: "cli"}); err != nil {
 			f.Fatal(err)

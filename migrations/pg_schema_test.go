@@ -1,4 +1,4 @@
-package hermesstate_test
+package migrations_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/migrations"
 )
 
@@ -18,9 +19,9 @@ import (
 // columns in the same order with the same NOT NULL, defaults and primary
 // keys, the same indexes and triggers, and types mapped as documented.
 func TestPostgresSchemaMatchesSQLite(t *testing.T) {
-	st := openBackend(t, backendPostgres)
+	st := storetest.Open(t, storetest.Postgres, hs.Config{})
 	ctx := context.Background()
-	db, err := sql.Open("pgx", pgDSNFor(t, st))
+	db, err := sql.Open("pgx", storetest.PostgresDSN(t, st))
 	require.NoError(t, err)
 	defer db.Close()
 	ref, err := migrations.ReferenceColumns()
@@ -110,15 +111,4 @@ func TestPostgresSchemaMatchesSQLite(t *testing.T) {
 	sort.Strings(trg)
 	require.Equal(t, wantIdx, idx)
 	require.Equal(t, wantTrg, trg)
-}
-
-// pgDSNFor returns a DSN whose search_path is the store's schema.
-func pgDSNFor(t *testing.T, st *hs.Store) string {
-	t.Helper()
-	dsn := pgTestDSN(t)
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + "search_path=" + st.Schema()
 }
