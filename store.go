@@ -112,45 +112,10 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	if err := createPrivate(path); err != nil {
 		return models.Wrap(models.ErrStorage, op, err, "cannot create "+path+": "+sqlitex.Describe(err))
 	}
-	wcfg := sqlitex.ConnConfig{Path: path, BusyTimeout: cfg.BusyTimeout, Synchronous: sqlitex.Synchronous(cfg.Synchronous),
-		ForeignKeys: true, Immediate: true}
-	w, err := gorm.Open(sqlite.Open(wcfg.DSN()), gormConfig())
+	w, err := s.openWriter(path)
 	if err != nil {
-		return classifyOpenErr(op, err, path)
+		return err
 	}
-	sqlDB, err := w.DB()
-	if err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "")
-	}
-	// Connection pool (the documented choice):
-	//   - Writer: exactly one connection. SQLite admits one writer per file
-	//     anyway; with one connection the writes of this process queue in
-	//     Go (database/sql's pool wait, FIFO, no busy polling) instead of
-	//     contending with each other for the file lock, and only other
-	//     processes ever meet SQLITE_BUSY. Its BEGIN is BEGIN IMMEDIATE
-	//     (_txlock=immediate), so the lock is taken, and waited for, at
-	//     BEGIN; busy timeout BusyTimeout (default 20 ms, short for fairness
-	//     between processes, see Config.BusyTimeout), beyond which Write
-	//     retries with jitter within the budget of the kind of write.
-	//   - Readers (WAL mode only): ReadPoolSize (default 4) query_only
-	//     connections with a 5 s busy timeout. In WAL a reader works on a
-	//     snapshot and never waits for the writer, so reads of this process
-	//     do not queue behind its writes. Four covers the concurrent readers
-	//     of one agent process (gateway, dashboard, search) without holding
-	//     many old snapshots that keep checkpoints from finishing.
-	//   - Rollback-journal mode (delete): reads use the writer connection,
-	//     since readers and the writer exclude each other at the file level
-	//     there and extra connections would only add lock contention.
-	sqlDB.SetMaxOpenConns(1)
-	sqlDB.SetMaxIdleConns(1)
-	sqlDB.SetConnMaxLifetime(0)
-	var lock *sqlitex.FileLock
-	if !cfg.NoLockFile {
-		lock = sqlitex.NewFileLock(path)
-	}
-	s.db = &repo.DB{W: w, R: w, Dialect: repo.SQLite, Log: cfg.Logger, WriteLock: lock, Budgets: map[sqlitex.Kind]time.Duration{
-		sqlitex.Routine: cfg.WriteBudgets.Routine, sqlitex.Transcript: cfg.WriteBudgets.Transcript, sqlitex.Activity: cfg.WriteBudgets.Activity}}
-
 	if err := w.WithContext(ctx).Raw("SELECT sqlite_version()").Scan(&s.version).Error; err != nil {
 		return classifyOpenErr(op, err, path)
 	}
@@ -172,33 +137,14 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	if err := s.applyJournalMode(ctx); err != nil {
 		return err
 	}
-	if err := hooks.Register(w); err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "")
-	}
-	if err := repo.RegisterSearchHooks(w, s.db); err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "")
-	}
-	if err := migrations.Run(ctx, w); err != nil {
-		return err
-	}
-	if err := repo.PrepareSearch(ctx, s.db); err != nil {
+	if err := s.prepare(ctx, w); err != nil {
 		return err
 	}
 	securePaths(path)
 	if s.journal == "wal" {
-		rcfg := sqlitex.ConnConfig{Path: path, BusyTimeout: cfg.ReadBusyTimeout, Synchronous: sqlitex.Synchronous(cfg.Synchronous),
-			ForeignKeys: true, QueryOnly: true, CacheSizeKiB: cfg.ReadCacheKiB}
-		r, err := gorm.Open(sqlite.Open(rcfg.DSN()), gormConfig())
-		if err != nil {
-			return classifyOpenErr(op, err, path)
+		if err := s.openReaders(path); err != nil {
+			return err
 		}
-		rdb, err := r.DB()
-		if err != nil {
-			return models.Wrap(models.ErrStorage, op, err, "")
-		}
-		rdb.SetMaxOpenConns(cfg.ReadPoolSize)
-		rdb.SetMaxIdleConns(cfg.ReadPoolSize)
-		s.db.R = r
 	}
 	if cfg.CheckpointEvery > 0 && s.journal == "wal" {
 		every := int64(cfg.CheckpointEvery)
@@ -210,6 +156,89 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	}
 	s.sessions = repo.NewSessions(s.db)
 	s.messages = repo.NewMessages(s.db)
+	return nil
+}
+
+// openWriter opens the writer connection of the SQLite file path and makes
+// s.db with it as both writer and reader.
+//
+// Connection pool (the documented choice):
+//   - Writer: exactly one connection. SQLite admits one writer per file
+//     anyway; with one connection the writes of this process queue in
+//     Go (database/sql's pool wait, FIFO, no busy polling) instead of
+//     contending with each other for the file lock, and only other
+//     processes ever meet SQLITE_BUSY. Its BEGIN is BEGIN IMMEDIATE
+//     (_txlock=immediate), so the lock is taken, and waited for, at
+//     BEGIN; busy timeout BusyTimeout (default 20 ms, short for fairness
+//     between processes, see Config.BusyTimeout), beyond which Write
+//     retries with jitter within the budget of the kind of write.
+//   - Readers (WAL mode only, openReaders): ReadPoolSize (default 4)
+//     query_only connections with a 5 s busy timeout. In WAL a reader
+//     works on a snapshot and never waits for the writer, so reads of this
+//     process do not queue behind its writes. Four covers the concurrent
+//     readers of one agent process (gateway, dashboard, search) without
+//     holding many old snapshots that keep checkpoints from finishing.
+//   - Rollback-journal mode (delete): reads use the writer connection,
+//     since readers and the writer exclude each other at the file level
+//     there and extra connections would only add lock contention.
+func (s *Store) openWriter(path string) (*gorm.DB, error) {
+	const op = "open"
+	cfg := s.cfg
+	wcfg := sqlitex.ConnConfig{Path: path, BusyTimeout: cfg.BusyTimeout, Synchronous: sqlitex.Synchronous(cfg.Synchronous),
+		ForeignKeys: true, Immediate: true}
+	w, err := gorm.Open(sqlite.Open(wcfg.DSN()), gormConfig())
+	if err != nil {
+		return nil, classifyOpenErr(op, err, path)
+	}
+	sqlDB, err := w.DB()
+	if err != nil {
+		return nil, models.Wrap(models.ErrStorage, op, err, "")
+	}
+	sqlDB.SetMaxOpenConns(1)
+	sqlDB.SetMaxIdleConns(1)
+	sqlDB.SetConnMaxLifetime(0)
+	var lock *sqlitex.FileLock
+	if !cfg.NoLockFile {
+		lock = sqlitex.NewFileLock(path)
+	}
+	s.db = &repo.DB{W: w, R: w, Dialect: repo.SQLite, Log: cfg.Logger, WriteLock: lock, Budgets: map[sqlitex.Kind]time.Duration{
+		sqlitex.Routine: cfg.WriteBudgets.Routine, sqlitex.Transcript: cfg.WriteBudgets.Transcript, sqlitex.Activity: cfg.WriteBudgets.Activity}}
+	return w, nil
+}
+
+// prepare makes the writable store ready for use: the write path's
+// callbacks, the migrations, the search tables.
+func (s *Store) prepare(ctx context.Context, w *gorm.DB) error {
+	const op = "open"
+	if err := hooks.Register(w); err != nil {
+		return models.Wrap(models.ErrStorage, op, err, "")
+	}
+	if err := repo.RegisterSearchHooks(w, s.db); err != nil {
+		return models.Wrap(models.ErrStorage, op, err, "")
+	}
+	if err := migrations.Run(ctx, w); err != nil {
+		return err
+	}
+	return repo.PrepareSearch(ctx, s.db)
+}
+
+// openReaders opens the WAL-mode reader pool of path (see openWriter).
+func (s *Store) openReaders(path string) error {
+	const op = "open"
+	cfg := s.cfg
+	rcfg := sqlitex.ConnConfig{Path: path, BusyTimeout: cfg.ReadBusyTimeout, Synchronous: sqlitex.Synchronous(cfg.Synchronous),
+		ForeignKeys: true, QueryOnly: true, CacheSizeKiB: cfg.ReadCacheKiB}
+	r, err := gorm.Open(sqlite.Open(rcfg.DSN()), gormConfig())
+	if err != nil {
+		return classifyOpenErr(op, err, path)
+	}
+	rdb, err := r.DB()
+	if err != nil {
+		return models.Wrap(models.ErrStorage, op, err, "")
+	}
+	rdb.SetMaxOpenConns(cfg.ReadPoolSize)
+	rdb.SetMaxIdleConns(cfg.ReadPoolSize)
+	s.db.R = r
 	return nil
 }
 

@@ -517,10 +517,26 @@ func (d *DB) greatest(a, b string) string {
 	return "MAX(" + a + ", " + b + ")"
 }
 
+// richPage is the part of a listing statement that picks the page: its
+// CTEs (ending in one named page with columns id, eff, started_at), their
+// arguments and the _bound/_above columns the bounded scans report.
+type richPage struct {
+	sql    string
+	args   []any
+	bounds string
+}
+
+const (
+	// noBounds: the page is exact by itself.
+	noBounds = ", NULL AS _bound, 0 AS _above"
+	// scanBounds: the bound T of a bounded activity scan and how many
+	// candidates lie above it.
+	scanBounds = `, CASE WHEN (SELECT t FROM bound) > -1e308 THEN (SELECT t FROM bound) END AS _bound,
+			(SELECT COUNT(*) FROM pall WHERE pall.eff > (SELECT t FROM bound)) AS _above`
+)
+
 func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, project, all bool, scan int, act bool) ([]richRow, error) {
 	d := r.db
-	var page string
-	var args []any
 	// LIMIT/OFFSET and scan sizes are written as integer literals: a bound
 	// parameter there makes SQLite re-prepare the (large) statement at its
 	// first step, which cost as much as the first prepare.
@@ -528,16 +544,39 @@ func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, pro
 	if !all {
 		limit = fmt.Sprintf(" LIMIT %d OFFSET %d", opt.Limit, opt.Offset)
 	}
-	bounds := ", NULL AS _bound, 0 AS _above"
+	var p richPage
 	switch {
 	case opt.OrderByLastActive && scan < 0:
-		// The newest -scan sessions by their own activity give the
-		// candidates (with every compression ancestor) and the bound T:
-		// a session outside them has activity at or below T, and so has
-		// every chain made only of such sessions.
-		k := -scan
-		edge := d.continuationEdge("p", "c")
-		page = fmt.Sprintf(`top AS (SELECT session_id AS id, active_at AS ts FROM hermesstate_session_activity ORDER BY active_at DESC LIMIT %[6]d),
+		p = d.activityScanPage(f, limit, -scan)
+	case opt.OrderByLastActive && scan > 0:
+		p = d.messageScanPage(f, limit, scan, max(64, (opt.Offset+opt.Limit)*4))
+	case opt.OrderByLastActive:
+		p = d.fullActivityPage(f, limit)
+	default:
+		ids, anyCompressed, err := d.startedPageIDs(tx, f, limit)
+		if err != nil || len(ids) == 0 {
+			return nil, err
+		}
+		project = project && anyCompressed
+		if !project {
+			return d.richByIDs(tx, ids, act)
+		}
+		p = richPage{
+			sql:    fmt.Sprintf(`page AS (SELECT s.id, s.started_at AS eff, s.started_at FROM sessions s WHERE s.id IN (%s))`, placeholders(len(ids))),
+			args:   ids,
+			bounds: noBounds,
+		}
+	}
+	return d.richRows(tx, p, project, act)
+}
+
+// activityScanPage: the newest k sessions by their own activity
+// (ActivityTable) give the candidates (with every compression ancestor)
+// and the bound T: a session outside them has activity at or below T, and
+// so has every chain made only of such sessions.
+func (d *DB) activityScanPage(f *filter, limit string, k int) richPage {
+	edge := d.continuationEdge("p", "c")
+	sql := fmt.Sprintf(`top AS (SELECT session_id AS id, active_at AS ts FROM hermesstate_session_activity ORDER BY active_at DESC LIMIT %[6]d),
 			bound AS (SELECT CASE WHEN (SELECT COUNT(*) FROM top) < %[6]d THEN -1e308 ELSE (SELECT MIN(ts) FROM top) END AS t),
 			up(id, depth) AS (
 				SELECT id, 0 FROM top
@@ -554,16 +593,18 @@ func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, pro
 				%[4]s
 			),
 			page AS (SELECT id, eff, started_at FROM pall ORDER BY eff DESC, started_at DESC, id DESC%[5]s)`,
-			edge, maxLineageDepth,
-			d.tipCTEAct("chain", "SELECT cand.id FROM cand CROSS JOIN sessions cs ON cs.id = cand.id WHERE cs.end_reason = 'compression'", true),
-			f.sql(), limit, k)
-		args = append([]any{}, f.args...)
-		bounds = `, CASE WHEN (SELECT t FROM bound) > -1e308 THEN (SELECT t FROM bound) END AS _bound,
-			(SELECT COUNT(*) FROM pall WHERE pall.eff > (SELECT t FROM bound)) AS _above`
-	case opt.OrderByLastActive && scan > 0:
-		ss := max(64, (opt.Offset+opt.Limit)*4)
-		edge := d.continuationEdge("p", "c")
-		page = fmt.Sprintf(`rm AS (SELECT session_id AS id, timestamp AS ts FROM messages WHERE timestamp %[1]s ORDER BY timestamp DESC LIMIT %[9]d),
+		edge, maxLineageDepth,
+		d.tipCTEAct("chain", "SELECT cand.id FROM cand CROSS JOIN sessions cs ON cs.id = cand.id WHERE cs.end_reason = 'compression'", true),
+		f.sql(), limit, k)
+	return richPage{sql: sql, args: append([]any{}, f.args...), bounds: scanBounds}
+}
+
+// messageScanPage: the newest scan message timestamps and the newest ss
+// session activity stamps (both from indexes) give the candidates and the
+// bound T (the newer of the two scans' last values).
+func (d *DB) messageScanPage(f *filter, limit string, scan, ss int) richPage {
+	edge := d.continuationEdge("p", "c")
+	sql := fmt.Sprintf(`rm AS (SELECT session_id AS id, timestamp AS ts FROM messages WHERE timestamp %[1]s ORDER BY timestamp DESC LIMIT %[9]d),
 			rs AS (SELECT id, COALESCE(last_activity_at, started_at) AS ts FROM sessions ORDER BY COALESCE(last_activity_at, started_at) DESC, started_at DESC LIMIT %[10]d),
 			bound AS (SELECT %[7]s AS t),
 			seen(id) AS (SELECT id FROM rm UNION SELECT id FROM rs WHERE ts > (SELECT t FROM bound)),
@@ -582,15 +623,16 @@ func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, pro
 				GROUP BY s.id, s.started_at
 			),
 			page AS (SELECT id, eff, started_at FROM pall ORDER BY eff DESC, started_at DESC, id DESC%[8]s)`,
-			sqlIn, edge, maxLineageDepth, d.tipCTE("chain", "SELECT id FROM cand"), lastActiveSQL("cs"), f.sql(),
-			d.greatest(fmt.Sprintf("CASE WHEN (SELECT COUNT(*) FROM rm) < %d THEN -1e308 ELSE (SELECT MIN(ts) FROM rm) END", scan),
-				fmt.Sprintf("CASE WHEN (SELECT COUNT(*) FROM rs) < %d THEN -1e308 ELSE (SELECT MIN(ts) FROM rs) END", ss)), limit, scan, ss)
-		args = append([]any{}, f.args...)
-		bounds = `, CASE WHEN (SELECT t FROM bound) > -1e308 THEN (SELECT t FROM bound) END AS _bound,
-			(SELECT COUNT(*) FROM pall WHERE pall.eff > (SELECT t FROM bound)) AS _above`
-	case opt.OrderByLastActive:
-		// Activity of the whole forward compression chain of every admitted row.
-		page = d.tipCTE("chain", "SELECT s.id FROM sessions s "+f.sql()) + ",\n" + fmt.Sprintf(`page AS (
+		sqlIn, edge, maxLineageDepth, d.tipCTE("chain", "SELECT id FROM cand"), lastActiveSQL("cs"), f.sql(),
+		d.greatest(fmt.Sprintf("CASE WHEN (SELECT COUNT(*) FROM rm) < %d THEN -1e308 ELSE (SELECT MIN(ts) FROM rm) END", scan),
+			fmt.Sprintf("CASE WHEN (SELECT COUNT(*) FROM rs) < %d THEN -1e308 ELSE (SELECT MIN(ts) FROM rs) END", ss)), limit, scan, ss)
+	return richPage{sql: sql, args: append([]any{}, f.args...), bounds: scanBounds}
+}
+
+// fullActivityPage: the activity of the whole forward compression chain of
+// every admitted row.
+func (d *DB) fullActivityPage(f *filter, limit string) richPage {
+	sql := d.tipCTE("chain", "SELECT s.id FROM sessions s "+f.sql()) + ",\n" + fmt.Sprintf(`page AS (
 			SELECT s.id, MAX(%[1]s) AS eff, s.started_at FROM sessions s
 			LEFT JOIN chain c ON c.root_id = s.id
 			LEFT JOIN sessions cs ON cs.id = c.cur_id
@@ -598,75 +640,81 @@ func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, pro
 			GROUP BY s.id, s.started_at
 			ORDER BY eff DESC, s.started_at DESC, s.id DESC%[3]s
 		)`, lastActiveSQL("cs"), f.sql(), limit)
-		args = append(append([]any{}, f.args...), f.args...)
-	default:
-		// started_at order walks idx_sessions_started; the parent column is
-		// kept away from the planner so it does not pick idx_sessions_parent
-		// and sort every session.
-		//
-		// The page's ids come first from a short statement of their own,
-		// then the rows from one that names them: compiling is most of a
-		// listing's cost here (the driver compiles every statement on every
-		// call), and two short statements compile in a fraction of the time
-		// of one long one; the compression-tip projection is left out when
-		// no paged row is a compressed root.
-		q := fmt.Sprintf(`SELECT s.id, CASE WHEN s.end_reason = 'compression' THEN 1 ELSE 0 END FROM sessions s %s
+	return richPage{sql: sql, args: append(append([]any{}, f.args...), f.args...), bounds: noBounds}
+}
+
+// startedPageIDs returns the ids of a started_at-ordered page and whether
+// any of them is a compressed root.
+//
+// started_at order walks idx_sessions_started; the parent column is kept
+// away from the planner so it does not pick idx_sessions_parent and sort
+// every session.
+//
+// The page's ids come first from a short statement of their own, then the
+// rows from one that names them: compiling is most of a listing's cost
+// here (the driver compiles every statement on every call), and two short
+// statements compile in a fraction of the time of one long one; the
+// compression-tip projection is left out when no paged row is a compressed
+// root.
+func (d *DB) startedPageIDs(tx *gorm.DB, f *filter, limit string) (ids []any, anyCompressed bool, err error) {
+	q := fmt.Sprintf(`SELECT s.id, CASE WHEN s.end_reason = 'compression' THEN 1 ELSE 0 END FROM sessions s %s
 			ORDER BY s.started_at DESC%s`, strings.ReplaceAll(f.sql(), "s.parent_session_id IS NULL", d.noIndex("s.parent_session_id")+" IS NULL"), limit)
-		rows, err := queryRows(tx, q, f.args...)
-		if err != nil {
-			return nil, err
-		}
-		anyCompressed := false
-		for rows.Next() {
-			var id string
-			var compressed int64
-			if err := rows.Scan(&id, &compressed); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			args = append(args, id)
-			anyCompressed = anyCompressed || compressed != 0
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, err
-		}
-		if len(args) == 0 {
-			return nil, nil
-		}
-		project = project && anyCompressed
-		if !project {
-			// The rows by id, put in the page's order here (no sort to
-			// compile or run).
-			q := fmt.Sprintf(`SELECT s.*, COALESCE(sp.prompt, s.system_prompt) AS _prompt, %s AS _preview, %s AS _last_active
-				FROM sessions s LEFT JOIN system_prompts sp ON sp.hash = s.system_prompt_hash WHERE s.id IN (%s)`,
-				d.previewSQL("s"), d.lastActive("s", act), placeholders(len(args)))
-			got, err := scanRich(tx, q, args...)
-			if err != nil {
-				return nil, err
-			}
-			at := make(map[string]int, len(got))
-			for i := range got {
-				at[got[i].ID] = i
-			}
-			out := make([]richRow, 0, len(got))
-			for _, id := range args {
-				if i, ok := at[id.(string)]; ok {
-					out = append(out, got[i])
-				}
-			}
-			// Ties on started_at: id DESC, as the one-statement form sorted.
-			sort.SliceStable(out, func(i, j int) bool {
-				if out[i].StartedAt != out[j].StartedAt {
-					return out[i].StartedAt > out[j].StartedAt
-				}
-				return out[i].ID > out[j].ID
-			})
-			return out, nil
-		}
-		page = fmt.Sprintf(`page AS (SELECT s.id, s.started_at AS eff, s.started_at FROM sessions s WHERE s.id IN (%s))`, placeholders(len(args)))
+	rows, err := queryRows(tx, q, f.args...)
+	if err != nil {
+		return nil, false, err
 	}
+	for rows.Next() {
+		var id string
+		var compressed int64
+		if err := rows.Scan(&id, &compressed); err != nil {
+			rows.Close()
+			return nil, false, err
+		}
+		ids = append(ids, id)
+		anyCompressed = anyCompressed || compressed != 0
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return nil, false, err
+	}
+	return ids, anyCompressed, nil
+}
+
+// richByIDs reads the rows of a started_at page by id, put in the page's
+// order here (no sort to compile or run).
+func (d *DB) richByIDs(tx *gorm.DB, ids []any, act bool) ([]richRow, error) {
+	q := fmt.Sprintf(`SELECT s.*, COALESCE(sp.prompt, s.system_prompt) AS _prompt, %s AS _preview, %s AS _last_active
+				FROM sessions s LEFT JOIN system_prompts sp ON sp.hash = s.system_prompt_hash WHERE s.id IN (%s)`,
+		d.previewSQL("s"), d.lastActive("s", act), placeholders(len(ids)))
+	got, err := scanRich(tx, q, ids...)
+	if err != nil {
+		return nil, err
+	}
+	at := make(map[string]int, len(got))
+	for i := range got {
+		at[got[i].ID] = i
+	}
+	out := make([]richRow, 0, len(got))
+	for _, id := range ids {
+		if i, ok := at[id.(string)]; ok {
+			out = append(out, got[i])
+		}
+	}
+	// Ties on started_at: id DESC, as the one-statement form sorted.
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].StartedAt != out[j].StartedAt {
+			return out[i].StartedAt > out[j].StartedAt
+		}
+		return out[i].ID > out[j].ID
+	})
+	return out, nil
+}
+
+// richRows reads the page's rows with their previews, last_active and,
+// when project is set, the compression tip of each compressed root.
+func (d *DB) richRows(tx *gorm.DB, p richPage, project, act bool) ([]richRow, error) {
+	page := p.sql
 	tipJoin := ""
 	tipSel := ", NULL AS t_id"
 	if project {
@@ -683,8 +731,8 @@ func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, pro
 		FROM page JOIN sessions s ON s.id = page.id
 		LEFT JOIN system_prompts sp ON sp.hash = s.system_prompt_hash
 		%s
-		ORDER BY page.eff DESC, page.started_at DESC, s.id DESC`, page, d.previewSQL("s"), d.lastActive("s", act), tipSel, bounds, tipJoin)
-	return scanRich(tx, q, args...)
+		ORDER BY page.eff DESC, page.started_at DESC, s.id DESC`, page, d.previewSQL("s"), d.lastActive("s", act), tipSel, p.bounds, tipJoin)
+	return scanRich(tx, q, p.args...)
 }
 
 // crossJoin is the join keyword that makes SQLite's planner keep the

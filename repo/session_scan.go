@@ -43,7 +43,9 @@ func nullEpoch(dst *models.Epoch) colDest {
 }
 
 // sessionCol returns the destination of column name in s (ok false for a
-// column the model does not have).
+// column the model does not have): identity, routing, model, lineage, times,
+// title, workspace and state columns here, the counters, billing and
+// compression state in sessionAccountingCol.
 func sessionCol(s *models.Session, name string) (colDest, bool) {
 	switch name {
 	case "id":
@@ -84,6 +86,52 @@ func sessionCol(s *models.Session, name string) (colDest, bool) {
 		return colDest{dest: &s.EndedAt}, true
 	case "end_reason":
 		return colDest{dest: &s.EndReason}, true
+	case "cwd":
+		return colDest{dest: &s.Cwd}, true
+	case "git_branch":
+		return colDest{dest: &s.GitBranch}, true
+	case "git_repo_root":
+		return colDest{dest: &s.GitRepoRoot}, true
+	case "git_metadata_generation":
+		return nullInt(&s.GitMetadataGeneration), true
+	case "title":
+		return colDest{dest: &s.Title}, true
+	case "title_source":
+		return colDest{dest: &s.TitleSource}, true
+	case "last_activity_at":
+		return colDest{dest: &s.LastActivityAt}, true
+	case "last_activity_description":
+		return colDest{dest: &s.LastActivityDescription}, true
+	case "last_activity_provenance":
+		return colDest{dest: &s.LastActivityProvenance}, true
+	case "handoff_state":
+		return colDest{dest: &s.HandoffState}, true
+	case "handoff_platform":
+		return colDest{dest: &s.HandoffPlatform}, true
+	case "handoff_error":
+		return colDest{dest: &s.HandoffError}, true
+	case "profile_name":
+		return colDest{dest: &s.ProfileName}, true
+	case "transport_profile":
+		return colDest{dest: &s.TransportProfile}, true
+	case "archived":
+		return nullInt(&s.Archived), true
+	case "pinned":
+		return nullInt(&s.Pinned), true
+	case "hidden":
+		return nullInt(&s.Hidden), true
+	case "last_read_at":
+		return colDest{dest: &s.LastReadAt}, true
+	case "tool_names":
+		return jsonText(&s.ToolNames), true
+	}
+	return sessionAccountingCol(s, name)
+}
+
+// sessionAccountingCol is sessionCol for the counter, token, billing, cost
+// and compression-state columns.
+func sessionAccountingCol(s *models.Session, name string) (colDest, bool) {
+	switch name {
 	case "message_count":
 		return nullInt(&s.MessageCount), true
 	case "tool_call_count":
@@ -98,14 +146,6 @@ func sessionCol(s *models.Session, name string) (colDest, bool) {
 		return nullInt(&s.CacheWriteTokens), true
 	case "reasoning_tokens":
 		return nullInt(&s.ReasoningTokens), true
-	case "cwd":
-		return colDest{dest: &s.Cwd}, true
-	case "git_branch":
-		return colDest{dest: &s.GitBranch}, true
-	case "git_repo_root":
-		return colDest{dest: &s.GitRepoRoot}, true
-	case "git_metadata_generation":
-		return nullInt(&s.GitMetadataGeneration), true
 	case "billing_provider":
 		return colDest{dest: &s.BillingProvider}, true
 	case "billing_base_url":
@@ -122,24 +162,8 @@ func sessionCol(s *models.Session, name string) (colDest, bool) {
 		return colDest{dest: &s.CostSource}, true
 	case "pricing_version":
 		return colDest{dest: &s.PricingVersion}, true
-	case "title":
-		return colDest{dest: &s.Title}, true
-	case "title_source":
-		return colDest{dest: &s.TitleSource}, true
-	case "last_activity_at":
-		return colDest{dest: &s.LastActivityAt}, true
-	case "last_activity_description":
-		return colDest{dest: &s.LastActivityDescription}, true
-	case "last_activity_provenance":
-		return colDest{dest: &s.LastActivityProvenance}, true
 	case "api_call_count":
 		return nullInt(&s.APICallCount), true
-	case "handoff_state":
-		return colDest{dest: &s.HandoffState}, true
-	case "handoff_platform":
-		return colDest{dest: &s.HandoffPlatform}, true
-	case "handoff_error":
-		return colDest{dest: &s.HandoffError}, true
 	case "compression_failure_cooldown_until":
 		return colDest{dest: &s.CompressionFailureCooldownUntil}, true
 	case "compression_failure_error":
@@ -152,22 +176,8 @@ func sessionCol(s *models.Session, name string) (colDest, bool) {
 		return colDest{dest: &s.CompressionRecoveryDeadline}, true
 	case "compression_overload_streak":
 		return nullInt(&s.CompressionOverloadStreak), true
-	case "profile_name":
-		return colDest{dest: &s.ProfileName}, true
-	case "transport_profile":
-		return colDest{dest: &s.TransportProfile}, true
 	case "rewind_count":
 		return nullInt(&s.RewindCount), true
-	case "archived":
-		return nullInt(&s.Archived), true
-	case "pinned":
-		return nullInt(&s.Pinned), true
-	case "hidden":
-		return nullInt(&s.Hidden), true
-	case "last_read_at":
-		return colDest{dest: &s.LastReadAt}, true
-	case "tool_names":
-		return jsonText(&s.ToolNames), true
 	}
 	return colDest{}, false
 }

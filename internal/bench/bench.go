@@ -331,17 +331,8 @@ func (p *PhaseInfo) setWall(s float64) { p.PhaseWallS = s }
 // the corpus cannot be read or generated, a phase fails, or ctx ends.
 func Run(ctx context.Context, o Options) (*Doc, error) {
 	o = o.withDefaults()
-	for _, ph := range o.Phases {
-		if !slices.Contains(Phases, ph) {
-			return nil, fmt.Errorf("bench: unknown phase %q (phases: %s)", ph, strings.Join(Phases, ", "))
-		}
-	}
-	want := func(ph string) bool { return slices.Contains(o.Phases, ph) }
-	if (want("search") || want("listing")) && !want("build") && o.Store == "" {
-		return nil, errors.New("bench: the search and listing phases need the build phase or an existing store (Store)")
-	}
-	if want("conc") && o.Spawn == nil {
-		return nil, errors.New("bench: the conc phase needs worker processes (Spawn)")
+	if err := o.checkPhases(); err != nil {
+		return nil, err
 	}
 	base, err := os.MkdirTemp(o.WorkDir, "hermesstate-bench-")
 	if err != nil {
@@ -350,17 +341,8 @@ func Run(ctx context.Context, o Options) (*Doc, error) {
 	if !o.Keep {
 		defer os.RemoveAll(base)
 	}
-	corpus := o.Corpus
-	var cst *CorpusStats
-	if corpus == "" {
-		corpus = filepath.Join(base, "corpus.jsonl")
-		if o.Log != nil {
-			fmt.Fprintln(o.Log, "generating the built-in corpus ...")
-		}
-		if cst, err = GenerateCorpus(corpus, o.Gen); err != nil {
-			return nil, err
-		}
-	} else if cst, err = Stats(corpus); err != nil {
+	corpus, cst, err := o.corpus(base)
+	if err != nil {
 		return nil, err
 	}
 	sets, err := corpusMeta(corpus)
@@ -382,67 +364,112 @@ func Run(ctx context.Context, o Options) (*Doc, error) {
 			fmt.Fprintf(o.Log, "run %d/%d in %s\n", i+1, o.Runs, base)
 		}
 		dir := filepath.Join(base, "run"+strconv.Itoa(i+1))
-		r := &RunResult{StartedAt: time.Now().UTC().Format("2006-01-02T15:04:05Z"), LoadAvgStart: loadAvg()}
-		store := filepath.Join(dir, "store", "state.db")
-		if o.Store != "" && !want("build") {
-			store = o.Store
+		r, err := o.runOnce(ctx, dir, corpus, longID)
+		if err != nil {
+			return nil, err
 		}
-		mk := func(ph, sub string) *params {
-			db := filepath.Join(dir, sub, "state.db")
-			if sub == "store" {
-				db = store
-			}
-			return &params{Phase: ph, Corpus: corpus, DB: db, LongID: longID}
-		}
-		for _, ph := range o.Phases {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			switch ph {
-			case "append":
-				p := mk(ph, "append")
-				p.Sync = "NORMAL"
-				r.Append = &AppendResult{}
-				err = runPhase(ctx, &o, p, r.Append)
-			case "append_sync_full":
-				p := mk(ph, "append_full")
-				p.Sync = "FULL"
-				r.AppendSyncFull = &AppendResult{}
-				err = runPhase(ctx, &o, p, r.AppendSyncFull)
-			case "append_diag":
-				p := mk(ph, "diag")
-				p.DiagN = o.DiagN
-				r.AppendDiag = &DiagResult{}
-				err = runPhase(ctx, &o, p, r.AppendDiag)
-			case "build":
-				r.Build = &BuildResult{}
-				err = runPhase(ctx, &o, mk(ph, "store"), r.Build)
-			case "search":
-				r.Search = &SearchResult{}
-				err = runPhase(ctx, &o, mk(ph, "store"), r.Search)
-			case "listing":
-				r.Listing = &ListingResult{}
-				err = runPhase(ctx, &o, mk(ph, "store"), r.Listing)
-				if err == nil {
-					r.StoreFileBytesEnd = fileSizes(store)
-				}
-			case "conc":
-				p := mk(ph, "conc")
-				p.Procs, p.N = o.Procs, o.ProcAppends
-				r.Conc = &ConcResult{}
-				err = runPhase(ctx, &o, p, r.Conc)
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-		r.LoadAvgEnd = loadAvg()
 		doc.Runs = append(doc.Runs, r)
 		if !o.Keep {
 			os.RemoveAll(dir)
 		}
 	}
 	return doc, nil
+}
+
+// want reports whether phase ph is to run.
+func (o *Options) want(ph string) bool { return slices.Contains(o.Phases, ph) }
+
+// checkPhases refuses unknown phases and phases whose prerequisites are
+// missing.
+func (o *Options) checkPhases() error {
+	for _, ph := range o.Phases {
+		if !slices.Contains(Phases, ph) {
+			return fmt.Errorf("bench: unknown phase %q (phases: %s)", ph, strings.Join(Phases, ", "))
+		}
+	}
+	if (o.want("search") || o.want("listing")) && !o.want("build") && o.Store == "" {
+		return errors.New("bench: the search and listing phases need the build phase or an existing store (Store)")
+	}
+	if o.want("conc") && o.Spawn == nil {
+		return errors.New("bench: the conc phase needs worker processes (Spawn)")
+	}
+	return nil
+}
+
+// corpus returns the corpus file (the given one, or the built-in corpus
+// generated under base) and its statistics.
+func (o *Options) corpus(base string) (string, *CorpusStats, error) {
+	if o.Corpus != "" {
+		cst, err := Stats(o.Corpus)
+		return o.Corpus, cst, err
+	}
+	corpus := filepath.Join(base, "corpus.jsonl")
+	if o.Log != nil {
+		fmt.Fprintln(o.Log, "generating the built-in corpus ...")
+	}
+	cst, err := GenerateCorpus(corpus, o.Gen)
+	return corpus, cst, err
+}
+
+// runOnce runs every selected phase once, in dir.
+func (o *Options) runOnce(ctx context.Context, dir, corpus, longID string) (*RunResult, error) {
+	r := &RunResult{StartedAt: time.Now().UTC().Format("2006-01-02T15:04:05Z"), LoadAvgStart: loadAvg()}
+	store := filepath.Join(dir, "store", "state.db")
+	if o.Store != "" && !o.want("build") {
+		store = o.Store
+	}
+	mk := func(ph, sub string) *params {
+		db := filepath.Join(dir, sub, "state.db")
+		if sub == "store" {
+			db = store
+		}
+		return &params{Phase: ph, Corpus: corpus, DB: db, LongID: longID}
+	}
+	for _, ph := range o.Phases {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var err error
+		switch ph {
+		case "append":
+			p := mk(ph, "append")
+			p.Sync = "NORMAL"
+			r.Append = &AppendResult{}
+			err = runPhase(ctx, o, p, r.Append)
+		case "append_sync_full":
+			p := mk(ph, "append_full")
+			p.Sync = "FULL"
+			r.AppendSyncFull = &AppendResult{}
+			err = runPhase(ctx, o, p, r.AppendSyncFull)
+		case "append_diag":
+			p := mk(ph, "diag")
+			p.DiagN = o.DiagN
+			r.AppendDiag = &DiagResult{}
+			err = runPhase(ctx, o, p, r.AppendDiag)
+		case "build":
+			r.Build = &BuildResult{}
+			err = runPhase(ctx, o, mk(ph, "store"), r.Build)
+		case "search":
+			r.Search = &SearchResult{}
+			err = runPhase(ctx, o, mk(ph, "store"), r.Search)
+		case "listing":
+			r.Listing = &ListingResult{}
+			err = runPhase(ctx, o, mk(ph, "store"), r.Listing)
+			if err == nil {
+				r.StoreFileBytesEnd = fileSizes(store)
+			}
+		case "conc":
+			p := mk(ph, "conc")
+			p.Procs, p.N = o.Procs, o.ProcAppends
+			r.Conc = &ConcResult{}
+			err = runPhase(ctx, o, p, r.Conc)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	r.LoadAvgEnd = loadAvg()
+	return r, nil
 }
 
 // longSessionID is the id of the corpus's "long" session ("" when none).

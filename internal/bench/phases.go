@@ -879,27 +879,84 @@ func phaseConc(ctx context.Context, p *params) (*ConcResult, error) {
 		return nil, errors.New("the conc phase needs worker processes")
 	}
 	home := filepath.Dir(p.DB)
-	st, err := openStore(ctx, p.DB, "")
+	jmode, err := concPrepare(ctx, p)
 	if err != nil {
 		return nil, err
+	}
+	goFile := filepath.Join(home, "go")
+	procs, err := concStart(ctx, p, home, goFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := concAwaitReady(procs); err != nil {
+		return nil, err
+	}
+	tGo := time.Now()
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		return nil, err
+	}
+	ws, err := concCollect(p, procs)
+	if err != nil {
+		return nil, err
+	}
+	tDone := time.Since(tGo)
+	d, err := rawDB(p.DB, "")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	found, err := concFound(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	res := &ConcResult{Procs: p.Procs, AppendsPerProc: p.N, Attempted: p.Procs * p.N, JournalMode: jmode, Found: len(found),
+		ErrorsByMessage: map[string]int{}, FTSIntegrity: map[string]string{}}
+	lat, first, last := concTally(res, ws, found)
+	concCheck(ctx, d, res)
+	if len(lat) > 0 {
+		s := msStats(lat)
+		res.Latency = &s
+	}
+	res.WallFirstStartToLastEnd = round3(last - first)
+	res.WallGoToAllExited = round3(tDone.Seconds())
+	if last > first {
+		res.ThroughputAppendsPerS = round1(float64(res.Acknowledged) / (last - first))
+	}
+	res.PeakRSSMiB = peakRSSMiB()
+	return res, nil
+}
+
+// concPrepare creates one session per worker and returns the store's
+// journal mode.
+func concPrepare(ctx context.Context, p *params) (string, error) {
+	st, err := openStore(ctx, p.DB, "")
+	if err != nil {
+		return "", err
 	}
 	for k := 0; k < p.Procs; k++ {
 		if _, err := st.Sessions().Create(ctx, repo.NewSession{ID: fmt.Sprintf("conc-%d", k), Source: "cli", Model: "bench"}); err != nil {
 			st.Close()
-			return nil, err
+			return "", err
 		}
 	}
 	jmode := st.JournalMode()
 	if err := st.Close(); err != nil {
-		return nil, err
+		return "", err
 	}
-	goFile := filepath.Join(home, "go")
-	type proc struct {
-		done   chan error
-		result string
-		ready  string
-	}
-	procs := make([]*proc, p.Procs)
+	return jmode, nil
+}
+
+// concProc is one started conc worker: done receives its exit, result and
+// ready are the files it writes.
+type concProc struct {
+	done   chan error
+	result string
+	ready  string
+}
+
+// concStart starts the worker processes; they wait for goFile.
+func concStart(ctx context.Context, p *params, home, goFile string) ([]*concProc, error) {
+	procs := make([]*concProc, p.Procs)
 	for k := range procs {
 		wp := *p
 		wp.Phase, wp.K, wp.Go = "conc_worker", k, goFile
@@ -912,7 +969,7 @@ func phaseConc(ctx context.Context, p *params) (*ConcResult, error) {
 		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("start worker %d: %w", k, err)
 		}
-		pr := &proc{done: make(chan error, 1), result: wp.Result, ready: wp.Ready}
+		pr := &concProc{done: make(chan error, 1), result: wp.Result, ready: wp.Ready}
 		go func() {
 			err := cmd.Wait()
 			if err != nil {
@@ -922,6 +979,12 @@ func phaseConc(ctx context.Context, p *params) (*ConcResult, error) {
 		}()
 		procs[k] = pr
 	}
+	return procs, nil
+}
+
+// concAwaitReady waits (up to two minutes) until every worker has written
+// its ready file.
+func concAwaitReady(procs []*concProc) error {
 	deadline := time.Now().Add(120 * time.Second)
 	for _, pr := range procs {
 		for {
@@ -930,19 +993,20 @@ func phaseConc(ctx context.Context, p *params) (*ConcResult, error) {
 			}
 			select {
 			case err := <-pr.done:
-				return nil, fmt.Errorf("worker exited before it was ready: %v", err)
+				return fmt.Errorf("worker exited before it was ready: %v", err)
 			default:
 			}
 			if time.Now().After(deadline) {
-				return nil, errors.New("workers not ready")
+				return errors.New("workers not ready")
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	tGo := time.Now()
-	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// concCollect waits for every worker and reads its result file.
+func concCollect(p *params, procs []*concProc) ([]workerResult, error) {
 	var ws []workerResult
 	for k, pr := range procs {
 		if err := <-pr.done; err != nil {
@@ -961,12 +1025,11 @@ func phaseConc(ctx context.Context, p *params) (*ConcResult, error) {
 			p.report(int64(k+1), int64(len(procs)))
 		}
 	}
-	tDone := time.Since(tGo)
-	d, err := rawDB(p.DB, "")
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
+	return ws, nil
+}
+
+// concFound counts the stored rows of each conc platform_message_id.
+func concFound(ctx context.Context, d *sql.DB) (map[string]int, error) {
 	found := map[string]int{}
 	rows, err := d.QueryContext(ctx, "SELECT platform_message_id, count(*) FROM messages WHERE platform_message_id LIKE 'conc-%' GROUP BY platform_message_id")
 	if err != nil {
@@ -982,10 +1045,13 @@ func phaseConc(ctx context.Context, p *params) (*ConcResult, error) {
 		found[id] = n
 	}
 	rows.Close()
-	res := &ConcResult{Procs: p.Procs, AppendsPerProc: p.N, Attempted: p.Procs * p.N, JournalMode: jmode, Found: len(found),
-		ErrorsByMessage: map[string]int{}, FTSIntegrity: map[string]string{}}
-	var lat []time.Duration
-	first, last := 0.0, 0.0
+	return found, nil
+}
+
+// concTally adds the workers' acknowledgements, failures and errors
+// against what was found into res and returns the latencies and the first
+// start and last end of the workers.
+func concTally(res *ConcResult, ws []workerResult, found map[string]int) (lat []time.Duration, first, last float64) {
 	for i, w := range ws {
 		res.Acknowledged += len(w.Acked)
 		for _, a := range w.Acked {
@@ -1019,6 +1085,12 @@ func phaseConc(ctx context.Context, p *params) (*ConcResult, error) {
 			res.Duplicates++
 		}
 	}
+	return lat, first, last
+}
+
+// concCheck records the counter mismatches, integrity_check and the FTS
+// integrity checks of the file after the run.
+func concCheck(ctx context.Context, d *sql.DB, res *ConcResult) {
 	_ = d.QueryRowContext(ctx, "SELECT count(*) FROM sessions s WHERE s.id LIKE 'conc-%' AND s.message_count != (SELECT count(*) FROM messages m WHERE m.session_id = s.id)").Scan(&res.MessageCountMismatch)
 	if err := d.QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&res.IntegrityCheck); err != nil {
 		res.IntegrityCheck = err.Error()
@@ -1030,17 +1102,6 @@ func phaseConc(ctx context.Context, p *params) (*ConcResult, error) {
 			res.FTSIntegrity[tbl] = "ok"
 		}
 	}
-	if len(lat) > 0 {
-		s := msStats(lat)
-		res.Latency = &s
-	}
-	res.WallFirstStartToLastEnd = round3(last - first)
-	res.WallGoToAllExited = round3(tDone.Seconds())
-	if last > first {
-		res.ThroughputAppendsPerS = round1(float64(res.Acknowledged) / (last - first))
-	}
-	res.PeakRSSMiB = peakRSSMiB()
-	return res, nil
 }
 
 // concWorker is one conc process: it opens the store, says it is ready,
