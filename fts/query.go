@@ -241,18 +241,20 @@ func LikeTokens(q string) []string {
 
 func likeTerm(tok string) string { return pyStrip(strings.Trim(strings.Trim(tok, `"`), "*")) }
 
-// LikeFallbackQuery compiles the FTS boolean subset into a LIKE scan over
-// canonical rows (Hermes' route for tool-role searches and a stale index):
-// OR separates groups, terms in a group are ANDed, AND/NEAR are ignored,
-// NOT negates the next term, quotes and '*' are stripped from terms, and a
-// group with only negated terms is dropped. ok is false when nothing is
-// left to search. Ordered by timestamp, id DESC (ASC for sort "oldest").
-func LikeFallbackQuery(q, sort string, limit, offset int, f Filters) (Query, bool) {
-	type term struct {
-		text string
-		neg  bool
-	}
-	groups := [][]term{nil}
+// Term is one term of a query's LIKE form (TermGroups): its text, with
+// quotes and '*' stripped, and whether NOT negates it.
+type Term struct {
+	Text string
+	Neg  bool
+}
+
+// TermGroups compiles the FTS boolean subset of a sanitized query into OR
+// groups of ANDed terms, the form of Hermes' LIKE fallback and of the
+// PostgreSQL substring route: OR separates groups, AND/NEAR are ignored,
+// NOT negates the next term (operators in any case), quotes and '*' are
+// stripped from terms, and a group with only negated terms is dropped.
+func TermGroups(q string) [][]Term {
+	groups := [][]Term{nil}
 	neg := false
 	for _, tok := range LikeTokens(q) {
 		switch strings.ToUpper(tok) {
@@ -269,32 +271,42 @@ func LikeFallbackQuery(q, sort string, limit, offset int, f Filters) (Query, boo
 			continue
 		}
 		if t := likeTerm(tok); t != "" {
-			groups[len(groups)-1] = append(groups[len(groups)-1], term{t, neg})
+			groups[len(groups)-1] = append(groups[len(groups)-1], Term{t, neg})
 			neg = false
 		}
 	}
+	out := groups[:0]
+	for _, g := range groups {
+		for _, t := range g {
+			if !t.Neg {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// LikeFallbackQuery compiles the FTS boolean subset into a LIKE scan over
+// canonical rows (Hermes' route for tool-role searches and a stale index):
+// OR separates groups, terms in a group are ANDed, AND/NEAR are ignored,
+// NOT negates the next term, quotes and '*' are stripped from terms, and a
+// group with only negated terms is dropped. ok is false when nothing is
+// left to search. Ordered by timestamp, id DESC (ASC for sort "oldest").
+func LikeFallbackQuery(q, sort string, limit, offset int, f Filters) (Query, bool) {
 	var compiled []string
 	var args []any
 	var positive []string
-	for _, g := range groups {
-		hasPos := false
-		for _, t := range g {
-			if !t.neg {
-				hasPos = true
-			}
-		}
-		if !hasPos {
-			continue
-		}
+	for _, g := range TermGroups(q) {
 		var cl []string
 		for _, t := range g {
-			if t.neg {
+			if t.Neg {
 				cl = append(cl, "NOT "+anyColumnCoalesced)
 			} else {
 				cl = append(cl, anyColumnCoalesced)
-				positive = append(positive, t.text)
+				positive = append(positive, t.Text)
 			}
-			args = append(args, likeArgs(t.text)...)
+			args = append(args, likeArgs(t.Text)...)
 		}
 		compiled = append(compiled, "("+strings.Join(cl, " AND ")+")")
 	}

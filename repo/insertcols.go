@@ -26,6 +26,22 @@ import (
 // none, is handled right, and a column is only ever left out when the value
 // the store would write is that default.
 
+// insertRows inserts rows (their ids zero) with tx and sets their ids; on
+// SQLite it leaves out the columns that are absent in every row
+// (omitColumns). One row is one INSERT, more go in batches of batchRows.
+func (r *messageRepo) insertRows(tx *gorm.DB, rows []*models.Message) error {
+	q := tx
+	if r.db.Dialect == SQLite {
+		if omit := omitColumns(r.defaults.load(tx), rows); len(omit) > 0 {
+			q = tx.Omit(omit...)
+		}
+	}
+	if len(rows) == 1 {
+		return q.Create(rows[0]).Error
+	}
+	return q.CreateInBatches(rows, batchRows).Error
+}
+
 // omittable are the messages columns a value of which may equal "absent".
 var omittable = []string{"tool_call_id", "tool_calls", "tool_name", "effect_disposition", "token_count",
 	"finish_reason", "reasoning", "reasoning_content", "reasoning_details", "codex_reasoning_items",

@@ -287,19 +287,7 @@ func (r *messageRepo) writeRows(ctx context.Context, op, sessionID string, rows 
 		for i := range rows {
 			rows[i].ID = 0
 		}
-		q := tx
-		if r.db.Dialect == SQLite {
-			if omit := omitColumns(r.defaults.load(tx), rows); len(omit) > 0 {
-				q = tx.Omit(omit...)
-			}
-		}
-		var err error
-		if len(rows) == 1 {
-			err = q.Create(rows[0]).Error
-		} else {
-			err = q.CreateInBatches(rows, batchRows).Error
-		}
-		if err != nil {
+		if err := r.insertRows(tx, rows); err != nil {
 			return err
 		}
 		for i, row := range rows {

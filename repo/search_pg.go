@@ -142,56 +142,22 @@ func pgWordQuery(tsq, sort string, limit, offset int, f fts.Filters) fts.Query {
 // negates), restricted like Hermes' trigram index, newest first.
 func (d *DB) pgSubstringQuery(q, sort string, limit, offset int, f fts.Filters) (fts.Query, []string, bool) {
 	const col = `(COALESCE(m.content, '') ILIKE ? ESCAPE '\' OR COALESCE(m.tool_name, '') ILIKE ? ESCAPE '\')`
-	groups := [][]struct {
-		t   string
-		neg bool
-	}{nil}
-	neg := false
-	for _, tok := range fts.LikeTokens(q) {
-		switch tok {
-		case "OR":
-			if len(groups[len(groups)-1]) > 0 {
-				groups = append(groups, nil)
-			}
-			neg = false
-			continue
-		case "AND", "NEAR":
-			continue
-		case "NOT":
-			neg = true
-			continue
-		}
-		t := strings.TrimSpace(strings.Trim(strings.Trim(tok, `"`), "*"))
-		if t != "" {
-			groups[len(groups)-1] = append(groups[len(groups)-1], struct {
-				t   string
-				neg bool
-			}{t, neg})
-		}
-		neg = false
-	}
 	var ors []string
 	var args []any
 	var terms []string
-	for _, g := range groups {
+	for _, g := range fts.TermGroups(q) {
 		var ands []string
-		pos := false
 		for _, x := range g {
-			p := "%" + fts.EscapeLike(x.t) + "%"
-			if x.neg {
+			p := "%" + fts.EscapeLike(x.Text) + "%"
+			if x.Neg {
 				ands = append(ands, "NOT "+col)
 			} else {
 				ands = append(ands, col)
-				pos = true
-				terms = append(terms, x.t)
+				terms = append(terms, x.Text)
 			}
 			args = append(args, p, p)
 		}
-		if pos {
-			ors = append(ors, "("+strings.Join(ands, " AND ")+")")
-		} else {
-			args = args[:len(args)-2*len(g)]
-		}
+		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
 	}
 	if len(ors) == 0 {
 		return fts.Query{}, nil, false
