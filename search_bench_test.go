@@ -15,6 +15,7 @@ import (
 
 	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -136,7 +137,7 @@ type benchQuery struct {
 // rawPostings returns the ids of term's postings as a JSON array, read and
 // decoded as the CJK index route does.
 func rawPostings(ctx context.Context, db *sql.DB, term string) (string, error) {
-	rows, err := db.QueryContext(ctx, "SELECT ids FROM "+fts.CJKIndexTable+" WHERE term = ?", term)
+	rows, err := db.QueryContext(ctx, "SELECT ids FROM "+ftsql.CJKIndexTable+" WHERE term = ?", term)
 	if err != nil {
 		return "", err
 	}
@@ -147,7 +148,7 @@ func rawPostings(ctx context.Context, db *sql.DB, term string) (string, error) {
 		if err := rows.Scan(&b); err != nil {
 			return "", err
 		}
-		ids, _ = fts.DecodePostings(ids, b)
+		ids, _ = ftsql.DecodePostings(ids, b)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	parts := make([]string, len(ids))
@@ -243,9 +244,9 @@ func BenchmarkSearch(b *testing.B) {
 			})
 		}
 		if q.route == repo.RouteWord {
-			// The exact statement the API runs (fts.MatchQuery), on the raw
+			// The exact statement the API runs (ftsql.MatchQuery), on the raw
 			// connection: separates the SQL cost from the Go-side overhead.
-			mq := fts.MatchQuery(fts.WordTable, fts.Sanitize(q.query), "", 20, 0, fts.Filters{})
+			mq := ftsql.MatchQuery(ftsql.WordTable, fts.Sanitize(q.query), "", 20, 0, ftsql.Filters{})
 			b.Run(q.name+"/raw_sql_api_statement", func(b *testing.B) {
 				var lat []time.Duration
 				for i := 0; i < b.N; i++ {

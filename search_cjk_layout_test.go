@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
-	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -38,14 +38,14 @@ func likeIDs(t *testing.T, db *sql.DB, tok string) []int64 {
 // postingIDs decodes every chunk of term.
 func postingIDs(t *testing.T, db *sql.DB, term string) (ids []int64, chunks int) {
 	t.Helper()
-	rows, err := db.Query("SELECT ids FROM "+fts.CJKIndexTable+" WHERE term = ?", term)
+	rows, err := db.Query("SELECT ids FROM "+ftsql.CJKIndexTable+" WHERE term = ?", term)
 	require.NoError(t, err)
 	defer rows.Close()
 	for rows.Next() {
 		var b []byte
 		require.NoError(t, rows.Scan(&b))
 		var ok bool
-		ids, ok = fts.DecodePostings(ids, b)
+		ids, ok = ftsql.DecodePostings(ids, b)
 		require.True(t, ok)
 		chunks++
 	}
@@ -60,7 +60,7 @@ func requireCJKCheckOK(t *testing.T, st *hs.Store) {
 	found := false
 	for _, c := range checks {
 		require.True(t, c.OK, "%s: %s", c.Table, c.Detail)
-		if c.Table == fts.CJKIndexTable {
+		if c.Table == ftsql.CJKIndexTable {
 			found = true
 		}
 	}
@@ -127,7 +127,7 @@ func TestCJKPostingsChunksEditsDeletes(t *testing.T) {
 	_, err = db.Exec("UPDATE messages SET content = content || ' 熊猫' WHERE id % 13 = 0")
 	require.NoError(t, err)
 	var gone int
-	require.NoError(t, db.QueryRow("SELECT count(*) FROM "+fts.CJKGoneTable).Scan(&gone))
+	require.NoError(t, db.QueryRow("SELECT count(*) FROM "+ftsql.CJKGoneTable).Scan(&gone))
 	require.Greater(t, gone, 200)
 	check("after plain-SQL edits and deletes")
 	requireCJKCheckOK(t, st)
@@ -137,7 +137,7 @@ func TestCJKPostingsChunksEditsDeletes(t *testing.T) {
 	indexed, err := st.Search().CatchUp(ctx, 0)
 	require.NoError(t, err)
 	require.Greater(t, indexed, 0, "edited rows are indexed again")
-	require.NoError(t, db.QueryRow("SELECT count(*) FROM "+fts.CJKGoneTable).Scan(&gone))
+	require.NoError(t, db.QueryRow("SELECT count(*) FROM "+ftsql.CJKGoneTable).Scan(&gone))
 	require.Zero(t, gone)
 	after, _ := postingIDs(t, db, "桂林")
 	require.NotContains(t, after, int64(7))
@@ -149,13 +149,13 @@ func TestCJKPostingsChunksEditsDeletes(t *testing.T) {
 	requireCJKCheckOK(t, st)
 
 	// A lost posting is reported.
-	_, err = db.Exec("DELETE FROM "+fts.CJKIndexTable+" WHERE term = ?", "阳朔")
+	_, err = db.Exec("DELETE FROM "+ftsql.CJKIndexTable+" WHERE term = ?", "阳朔")
 	require.NoError(t, err)
 	checks, err := st.Search().Check(ctx)
 	require.NoError(t, err)
 	bad := ""
 	for _, c := range checks {
-		if c.Table == fts.CJKIndexTable && !c.OK {
+		if c.Table == ftsql.CJKIndexTable && !c.OK {
 			bad = c.Detail
 		}
 	}
@@ -213,7 +213,7 @@ func TestCJKLegacyIndexConverted(t *testing.T) {
 	// Back to the old layout, postings written from the texts.
 	db := rawDB(t, path)
 	for _, q := range []string{"DROP TRIGGER hermesstate_cjk_insert", "DROP TRIGGER hermesstate_cjk_update", "DROP TRIGGER hermesstate_cjk_delete",
-		"DROP TABLE " + fts.CJKIndexTable, "DROP TABLE " + fts.CJKGoneTable,
+		"DROP TABLE " + ftsql.CJKIndexTable, "DROP TABLE " + ftsql.CJKGoneTable,
 		"DELETE FROM hermesstate_migrations WHERE id = '0103_hermesstate_cjk_postings'"} {
 		_, err := db.Exec(q)
 		require.NoError(t, err, q)
@@ -233,7 +233,7 @@ func TestCJKLegacyIndexConverted(t *testing.T) {
 		var id int64
 		var c string
 		require.NoError(t, rows.Scan(&id, &c))
-		for _, term := range fts.CJKTerms(c) {
+		for _, term := range ftsql.CJKTerms(c) {
 			ps = append(ps, posting{term, id})
 		}
 	}
@@ -254,7 +254,7 @@ func TestCJKLegacyIndexConverted(t *testing.T) {
 	require.NoError(t, db.QueryRow("SELECT count(*) FROM sqlite_master WHERE name IN ('hermesstate_cjk_index', 'hermesstate_cjk_index_msg')").Scan(&legacy))
 	require.Zero(t, legacy, "the old table and its index are dropped")
 	var pending int
-	require.NoError(t, db.QueryRow("SELECT count(*) FROM "+fts.CJKPendingTable).Scan(&pending))
+	require.NoError(t, db.QueryRow("SELECT count(*) FROM "+ftsql.CJKPendingTable).Scan(&pending))
 	require.Equal(t, 10, pending, "queued rows stay queued")
 	total := 0
 	terms := map[string]bool{}
@@ -268,7 +268,7 @@ func TestCJKLegacyIndexConverted(t *testing.T) {
 	require.Equal(t, len(ps), total, "every posting is kept")
 	var trig string
 	require.NoError(t, db.QueryRow("SELECT sql FROM sqlite_master WHERE name = 'hermesstate_cjk_delete'").Scan(&trig))
-	require.Contains(t, trig, fts.CJKGoneTable)
+	require.Contains(t, trig, ftsql.CJKGoneTable)
 	requireCJKCheckOK(t, st)
 	for _, q := range []string{"阳朔", "漓江", "配置", "天"} {
 		hits, err := st.Search().Messages(ctx, q, repo.SearchOptions{Limit: 1000})
@@ -276,6 +276,6 @@ func TestCJKLegacyIndexConverted(t *testing.T) {
 		require.Equal(t, likeIDs(t, db, q), hitIDs(hits), q)
 	}
 	var size int64
-	require.NoError(t, db.QueryRow("SELECT sum(length(ids)) FROM "+fts.CJKIndexTable).Scan(&size))
+	require.NoError(t, db.QueryRow("SELECT sum(length(ids)) FROM "+ftsql.CJKIndexTable).Scan(&size))
 	require.Less(t, size, int64(3*len(ps)), "postings take under 3 bytes each")
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	hs "github.com/hermesstate/hermesstate"
-	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -78,17 +78,17 @@ func BenchmarkSearchCorpus(b *testing.B) {
 				}
 			})
 		})
-		var main fts.Query
-		raws := fts.StripQuotes(res.Sanitized)
+		var main ftsql.Query
+		raws := ftsql.StripQuotes(res.Sanitized)
 		switch res.Route {
 		case repo.RouteWord:
-			main = fts.MatchQuery(fts.WordTable, res.Sanitized, "", 20, 0, fts.Filters{})
+			main = ftsql.MatchQuery(ftsql.WordTable, res.Sanitized, "", 20, 0, ftsql.Filters{})
 		case repo.RouteTrigram:
-			main = fts.MatchQuery(fts.TrigramTable, fts.QuoteTokens(raws), "", 20, 0, fts.Filters{})
+			main = ftsql.MatchQuery(ftsql.TrigramTable, ftsql.QuoteTokens(raws), "", 20, 0, ftsql.Filters{})
 		case repo.RouteWordRetry:
-			main = fts.MatchQuery(fts.TrigramTable, fts.QuoteTokens(raws), "", 20, 0, fts.Filters{})
+			main = ftsql.MatchQuery(ftsql.TrigramTable, ftsql.QuoteTokens(raws), "", 20, 0, ftsql.Filters{})
 		default: // Hermes' LIKE scan
-			main = fts.CJKLikeQuery(raws, 20, 0, fts.Filters{})
+			main = ftsql.CJKLikeQuery(raws, 20, 0, ftsql.Filters{})
 		}
 		b.Run(q.name+"/hermes_sql", func(b *testing.B) {
 			timed(b, func() {
@@ -109,7 +109,7 @@ func BenchmarkSearchCorpus(b *testing.B) {
 				if len(ids) == 0 {
 					return
 				}
-				crow, err := raw.QueryContext(ctx, fts.ContextSQL(len(ids)), ids...)
+				crow, err := raw.QueryContext(ctx, ftsql.ContextSQL(len(ids)), ids...)
 				if err != nil {
 					b.Fatal(err)
 				}

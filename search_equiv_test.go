@@ -10,17 +10,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
 // hermesFTSAnswer is the answer of Hermes' own statements for an FTS route:
-// the search statement (fts.MatchQuery, Hermes' text) on a plain
+// the search statement (ftsql.MatchQuery, Hermes' text) on a plain
 // connection, then the context statement for its hits, assembled as Hermes
 // does.
-func hermesFTSAnswer(t *testing.T, db *sql.DB, table, match, sort string, limit, offset int, f fts.Filters) []repo.SearchHit {
+func hermesFTSAnswer(t *testing.T, db *sql.DB, table, match, sort string, limit, offset int, f ftsql.Filters) []repo.SearchHit {
 	t.Helper()
-	q := fts.MatchQuery(table, match, sort, limit, offset, f)
+	q := ftsql.MatchQuery(table, match, sort, limit, offset, f)
 	rows, err := db.Query(q.SQL, q.Args...)
 	require.NoError(t, err)
 	hits := []repo.SearchHit{}
@@ -53,7 +53,7 @@ func hermesFTSAnswer(t *testing.T, db *sql.DB, table, match, sort string, limit,
 		ids[i] = h.ID
 		ctxs[h.ID] = []repo.ContextMessage{}
 	}
-	rows, err = db.Query(fts.ContextSQL(len(ids)), ids...)
+	rows, err = db.Query(ftsql.ContextSQL(len(ids)), ids...)
 	require.NoError(t, err)
 	for rows.Next() {
 		var id int64
@@ -64,7 +64,7 @@ func hermesFTSAnswer(t *testing.T, db *sql.DB, table, match, sort string, limit,
 		if content.Valid {
 			cp = &content.String
 		}
-		ctxs[id] = append(ctxs[id], repo.ContextMessage{Role: role, Content: fts.ContextText(cp)})
+		ctxs[id] = append(ctxs[id], repo.ContextMessage{Role: role, Content: ftsql.ContextText(cp)})
 	}
 	require.NoError(t, rows.Err())
 	rows.Close()
@@ -124,7 +124,7 @@ func TestSearchFTSRoutesEqualHermesStatements(t *testing.T) {
 		q      string
 		table  string
 		match  string
-		filter fts.Filters
+		filter ftsql.Filters
 		opt    repo.SearchOptions
 	}
 	var cases []tc
@@ -132,19 +132,19 @@ func TestSearchFTSRoutesEqualHermesStatements(t *testing.T) {
 		for _, page := range [][2]int{{20, 0}, {5, 3}, {500, 0}} {
 			base := repo.SearchOptions{Sort: sort, Limit: page[0], Offset: page[1]}
 			cases = append(cases,
-				tc{"docker", fts.WordTable, "docker", fts.Filters{}, base},
-				tc{"deploy*", fts.WordTable, "deploy*", fts.Filters{}, base},
-				tc{"docker deployment", fts.WordTable, "docker deployment", fts.Filters{}, base},
-				tc{`"docker deploy"`, fts.WordTable, `"docker deploy"`, fts.Filters{}, base},
-				tc{"服务端配置", fts.TrigramTable, `"服务端配置"`, fts.Filters{}, base},
-				tc{"データベース", fts.TrigramTable, `"データベース"`, fts.Filters{}, base},
+				tc{"docker", ftsql.WordTable, "docker", ftsql.Filters{}, base},
+				tc{"deploy*", ftsql.WordTable, "deploy*", ftsql.Filters{}, base},
+				tc{"docker deployment", ftsql.WordTable, "docker deployment", ftsql.Filters{}, base},
+				tc{`"docker deploy"`, ftsql.WordTable, `"docker deploy"`, ftsql.Filters{}, base},
+				tc{"服务端配置", ftsql.TrigramTable, `"服务端配置"`, ftsql.Filters{}, base},
+				tc{"データベース", ftsql.TrigramTable, `"データベース"`, ftsql.Filters{}, base},
 			)
 			withSrc := base
 			withSrc.Sources = []string{"telegram", "cron"}
-			cases = append(cases, tc{"docker", fts.WordTable, "docker", fts.Filters{Sources: []string{"telegram", "cron"}}, withSrc})
+			cases = append(cases, tc{"docker", ftsql.WordTable, "docker", ftsql.Filters{Sources: []string{"telegram", "cron"}}, withSrc})
 			inactive := base
 			inactive.IncludeInactive = true
-			cases = append(cases, tc{"deployment", fts.WordTable, "deployment", fts.Filters{IncludeInactive: true}, inactive})
+			cases = append(cases, tc{"deployment", ftsql.WordTable, "deployment", ftsql.Filters{IncludeInactive: true}, inactive})
 		}
 	}
 	for _, c := range cases {

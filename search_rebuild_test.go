@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -44,10 +44,10 @@ func TestSearchRebuildChunkedResumable(t *testing.T) {
 		require.EqualValues(t, 250, total)
 	}}))
 	require.Equal(t, 2, calls)
-	p, ok := metaValue(t, path, fts.MetaProgress)
+	p, ok := metaValue(t, path, ftsql.MetaProgress)
 	require.True(t, ok)
 	require.Equal(t, "100", p)
-	hw, _ := metaValue(t, path, fts.MetaHighWater)
+	hw, _ := metaValue(t, path, ftsql.MetaHighWater)
 	require.Equal(t, "250", hw)
 
 	// Pending: a new row is indexed by the trigger, old rows come from the
@@ -63,7 +63,7 @@ func TestSearchRebuildChunkedResumable(t *testing.T) {
 
 	// Resume to the end.
 	require.NoError(t, st.Search().Rebuild(ctx, repo.RebuildOptions{Chunk: 50}))
-	_, ok = metaValue(t, path, fts.MetaHighWater)
+	_, ok = metaValue(t, path, ftsql.MetaHighWater)
 	require.False(t, ok)
 	v, _ := metaValue(t, path, "fts_storage_version")
 	require.Equal(t, "3", v)

@@ -1,49 +1,26 @@
-// Package fts holds everything about full-text search that GORM cannot
-// express: the FTS5 DDL and triggers of every Hermes layout, layout
-// detection, Hermes' query sanitizer and routing predicates, the pure-Go
-// CJK segmentation behind hermesstate's own CJK index, and the search SQL.
-// Functions here are pure where possible; the few that touch a database take
-// a *gorm.DB transaction and use SQLite-only SQL (FTS5, sqlite_master).
+// Package fts is Hermes' full-text query language as a library: Sanitize
+// turns what a user typed into the FTS5 query Hermes would run (and reports
+// as "sanitized"), and IsCJK, ContainsCJK and CountCJK say which characters
+// Hermes treats as CJK, the ones that pick the CJK search routes.
+// Store.Search applies both; the FTS5 layouts, the CJK index and the search
+// statements behind it are internal (internal/ftsql).
 package fts
 
 import (
-	"errors"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/hermesstate/hermesstate/internal/querytext"
 )
 
 // MaxQueryChars is the length (in code points) a query is cut to before it
 // is sanitized (Hermes MAX_FTS5_QUERY_CHARS).
 const MaxQueryChars = 2048
 
-// ErrNoQuery is returned by Prepare when the query is empty, or empty once
-// sanitized. Search answers such a query with no results.
-var ErrNoQuery = errors.New("fts: no query")
-
 // specialChars are the characters FTS5's query grammar rejects outside a
 // phrase; each becomes a space. '%' is handled separately.
 const specialChars = "+{}():\"^@/#&|~[]<>,;!?$=\\'"
-
-// pyIsSpace reports whether r is whitespace for Python's str.isspace / re \s
-// (Go's unicode.IsSpace plus the information separators U+001C–U+001F).
-func pyIsSpace(r rune) bool {
-	if r >= 0x1c && r <= 0x1f {
-		return true
-	}
-	return unicode.IsSpace(r)
-}
-
-// pyIsWord reports whether r is a word character for Python's Unicode \w.
-func pyIsWord(r rune) bool {
-	return r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r)
-}
-
-func pyStrip(s string) string { return strings.TrimFunc(s, pyIsSpace) }
-
-// pyFields splits s on runs of Python whitespace (str.split()).
-func pyFields(s string) []string { return strings.FieldsFunc(s, pyIsSpace) }
 
 // IsCJK reports whether r is in the ranges Hermes treats as CJK: unified
 // ideographs (and extensions A, B), CJK symbols, hiragana, katakana and
@@ -134,15 +111,15 @@ func Sanitize(query string) string {
 	// 4. Stars.
 	s = collapseStars(s)
 	// 5. Dangling operators.
-	s = dropLeadingOperator(pyStrip(s))
-	s = dropTrailingOperator(pyStrip(s))
+	s = dropLeadingOperator(querytext.Strip(s))
+	s = dropTrailingOperator(querytext.Strip(s))
 	// 6. Quote joined words.
 	s = quoteJoined(s)
 	// 7. Restore phrases.
 	for i, q := range held {
 		s = strings.ReplaceAll(s, "\x00Q"+strconv.Itoa(i)+"\x00", q)
 	}
-	return pyStrip(s)
+	return querytext.Strip(s)
 }
 
 func collapseStars(s string) string {
@@ -154,7 +131,7 @@ func collapseStars(s string) string {
 			if prev == '*' {
 				continue // run collapsed; the first star of the run decided
 			}
-			if first || pyIsSpace(prev) {
+			if first || querytext.IsSpace(prev) {
 				prev = r
 				first = false
 				continue // dropped, but remembered so the rest of the run goes too
@@ -167,44 +144,33 @@ func collapseStars(s string) string {
 	return b.String()
 }
 
-var operators = [...]string{"AND", "OR", "NOT"}
-
-func isOperator(tok string) bool {
-	for _, op := range operators {
-		if strings.EqualFold(tok, op) {
-			return true
-		}
-	}
-	return false
-}
-
 // dropLeadingOperator removes "^(AND|OR|NOT)\b\s*" (case-insensitive).
 func dropLeadingOperator(s string) string {
-	for _, op := range operators {
+	for _, op := range querytext.Operators {
 		if len(s) < len(op) || !strings.EqualFold(s[:len(op)], op) {
 			continue
 		}
 		rest := s[len(op):]
-		if r, _ := utf8.DecodeRuneInString(rest); rest != "" && pyIsWord(r) {
+		if r, _ := utf8.DecodeRuneInString(rest); rest != "" && querytext.IsWord(r) {
 			continue // no word boundary
 		}
-		return strings.TrimLeftFunc(rest, pyIsSpace)
+		return strings.TrimLeftFunc(rest, querytext.IsSpace)
 	}
 	return s
 }
 
 // dropTrailingOperator removes "\s+(AND|OR|NOT)\s*$" (case-insensitive).
 func dropTrailingOperator(s string) string {
-	t := strings.TrimRightFunc(s, pyIsSpace)
-	for _, op := range operators {
+	t := strings.TrimRightFunc(s, querytext.IsSpace)
+	for _, op := range querytext.Operators {
 		if len(t) < len(op) || !strings.EqualFold(t[len(t)-len(op):], op) {
 			continue
 		}
 		head := t[:len(t)-len(op)]
-		if r, _ := utf8.DecodeLastRuneInString(head); head == "" || !pyIsSpace(r) {
+		if r, _ := utf8.DecodeLastRuneInString(head); head == "" || !querytext.IsSpace(r) {
 			continue
 		}
-		return strings.TrimRightFunc(head, pyIsSpace)
+		return strings.TrimRightFunc(head, querytext.IsSpace)
 	}
 	return s
 }
@@ -220,7 +186,7 @@ func quoteJoined(s string) string {
 	var b strings.Builder
 	i := 0
 	for i < n {
-		if !pyIsWord(rs[i]) {
+		if !querytext.IsWord(rs[i]) {
 			b.WriteRune(rs[i])
 			i++
 			continue
@@ -228,7 +194,7 @@ func quoteJoined(s string) string {
 		start := i
 		end := runEnd(rs, i)
 		chained := false
-		for end+1 < n && (rs[end] == '.' || rs[end] == '-') && pyIsWord(rs[end+1]) {
+		for end+1 < n && (rs[end] == '.' || rs[end] == '-') && querytext.IsWord(rs[end+1]) {
 			end = runEnd(rs, end+1)
 			chained = true
 		}
@@ -248,7 +214,7 @@ func quoteJoined(s string) string {
 }
 
 func runEnd(rs []rune, i int) int {
-	for i < len(rs) && pyIsWord(rs[i]) {
+	for i < len(rs) && querytext.IsWord(rs[i]) {
 		i++
 	}
 	return i
@@ -261,87 +227,4 @@ func innerUnderscore(run []rune) bool {
 		}
 	}
 	return false
-}
-
-// NonOperatorTokens returns the whitespace-separated tokens of q that are
-// not AND/OR/NOT.
-func NonOperatorTokens(q string) []string {
-	var out []string
-	for _, t := range pyFields(q) {
-		if !isOperator(t) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// QuoteTokens double-quotes every non-operator token of q (doubling inner
-// quotes) and keeps AND/OR/NOT, so FTS5 special characters are neutralised.
-func QuoteTokens(q string) string {
-	toks := pyFields(q)
-	for i, t := range toks {
-		if !isOperator(t) {
-			toks[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
-		}
-	}
-	return strings.Join(toks, " ")
-}
-
-// StripQuotes removes leading and trailing '"' characters and then
-// whitespace (Python's q.strip('"').strip()).
-func StripQuotes(q string) string { return pyStrip(strings.Trim(q, `"`)) }
-
-// TrigramEligible reports whether every non-operator token of q (outer
-// quotes stripped) has at least 3 characters, so a trigram MATCH can find it.
-func TrigramEligible(q string) bool {
-	toks := NonOperatorTokens(StripQuotes(q))
-	if len(toks) == 0 {
-		return false
-	}
-	for _, t := range toks {
-		if utf8.RuneCountInString(t) < 3 {
-			return false
-		}
-	}
-	return true
-}
-
-// HasShortCJKToken reports whether a non-operator token containing CJK has
-// fewer than 3 CJK characters.
-func HasShortCJKToken(q string) bool {
-	for _, t := range NonOperatorTokens(q) {
-		if ContainsCJK(t) && CountCJK(t) < 3 {
-			return true
-		}
-	}
-	return false
-}
-
-// TrigramRouteOK reports whether a CJK query (outer quotes stripped) can be
-// served by the trigram index: at least 3 CJK characters in total and in
-// every CJK-bearing token.
-func TrigramRouteOK(raw string) bool { return CountCJK(raw) >= 3 && !HasShortCJKToken(raw) }
-
-// HasLoneCJKRun reports whether some maximal run of CJK characters in q is
-// a single character.
-func HasLoneCJKRun(q string) bool {
-	run := 0
-	for _, r := range q {
-		if IsCJK(r) {
-			run++
-			continue
-		}
-		if run == 1 {
-			return true
-		}
-		run = 0
-	}
-	return run == 1
-}
-
-// EscapeLike escapes '\', '%' and '_' for a LIKE pattern with ESCAPE '\'.
-func EscapeLike(s string) string {
-	s = strings.ReplaceAll(s, `\`, `\\`)
-	s = strings.ReplaceAll(s, "%", `\%`)
-	return strings.ReplaceAll(s, "_", `\_`)
 }

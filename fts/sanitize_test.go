@@ -1,4 +1,4 @@
-package fts
+package fts_test
 
 import (
 	"database/sql"
@@ -9,6 +9,9 @@ import (
 
 	_ "github.com/glebarez/go-sqlite"
 
+	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/ftsql"
+	"github.com/hermesstate/hermesstate/internal/querytext"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
 
@@ -55,44 +58,16 @@ func TestSanitize(t *testing.T) {
 		{"x\u3000AND", "x"},
 		{"a\x1cOR", "a"},
 	} {
-		if got := Sanitize(c.in); got != c.want {
-			t.Errorf("Sanitize(%q) = %q, want %q", c.in, got, c.want)
+		if got := fts.Sanitize(c.in); got != c.want {
+			t.Errorf("fts.Sanitize(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 	long := strings.Repeat("a", 3000)
-	if got := Sanitize(long); utf8.RuneCountInString(got) != MaxQueryChars {
+	if got := fts.Sanitize(long); utf8.RuneCountInString(got) != fts.MaxQueryChars {
 		t.Errorf("cap: got %d chars", utf8.RuneCountInString(got))
 	}
-	if got := Sanitize(strings.Repeat("桂", 3000)); utf8.RuneCountInString(got) != MaxQueryChars {
+	if got := fts.Sanitize(strings.Repeat("桂", 3000)); utf8.RuneCountInString(got) != fts.MaxQueryChars {
 		t.Errorf("cap counts code points: got %d chars", utf8.RuneCountInString(got))
-	}
-}
-
-func TestRoutingPredicates(t *testing.T) {
-	if !TrigramRouteOK("广西桂林") || TrigramRouteOK("广西 OR 桂林") || TrigramRouteOK("桂") {
-		t.Error("TrigramRouteOK")
-	}
-	if !HasLoneCJKRun("a桂b") || HasLoneCJKRun("桂林") {
-		t.Error("HasLoneCJKRun")
-	}
-	if got := QuoteTokens(`a "b OR c`); got != `"a" """b" OR "c"` {
-		t.Errorf("QuoteTokens = %q", got)
-	}
-	if !TrigramEligible(`"youer"`) || TrigramEligible("yo") {
-		t.Error("TrigramEligible")
-	}
-	terms, ok := QueryTerms("修改youer服务端")
-	if !ok || strings.Join(terms, ",") != "修改,服务,务端" {
-		t.Errorf("QueryTerms = %v %v", terms, ok)
-	}
-	if _, ok := QueryTerms("youer"); ok {
-		t.Error("QueryTerms of Latin must not be servable")
-	}
-	if got := strings.Join(CJKTerms("桂林a桂"), ","); got != "林,桂,桂林" {
-		t.Errorf("CJKTerms = %q", got)
-	}
-	if got := LikeTokens(`a "b c" "" d"e`); strings.Join(got, "|") != `a|"b c"|""|d"e` {
-		t.Errorf("LikeTokens = %q", got)
 	}
 }
 
@@ -125,7 +100,7 @@ func parses(t testing.TB, q string) error {
 }
 
 // Prepare-level invariants, for any input: the sanitizer never panics,
-// returns valid UTF-8 of at most MaxQueryChars code points, and its output
+// returns valid UTF-8 of at most fts.MaxQueryChars code points, and its output
 // either parses as an FTS5 query or is one of the shapes Hermes' sanitizer
 // lets through that FTS5 rejects (a lone operator character such as '-',
 // '.', '*' after a word, or a NUL), which search answers with no results
@@ -139,11 +114,11 @@ func FuzzSanitize(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		s := Sanitize(in)
+		s := fts.Sanitize(in)
 		if !utf8.ValidString(s) {
 			t.Fatalf("invalid UTF-8 from %q", in)
 		}
-		if utf8.RuneCountInString(s) > MaxQueryChars {
+		if utf8.RuneCountInString(s) > fts.MaxQueryChars {
 			t.Fatalf("too long: %d", utf8.RuneCountInString(s))
 		}
 		if s == "" {
@@ -153,30 +128,30 @@ func FuzzSanitize(f *testing.F) {
 			// SQLITE_ERROR is the query-error class Hermes swallows into
 			// no results; anything else (corruption, misuse, crash) fails.
 			if c, ok := sqlitex.Code(err); !ok || c&0xff != 1 {
-				t.Fatalf("Sanitize(%q) = %q: unexpected error class %v", in, s, err)
+				t.Fatalf("fts.Sanitize(%q) = %q: unexpected error class %v", in, s, err)
 			}
 		}
-		if q := QuoteTokens(StripQuotes(s)); q != "" && !strings.ContainsRune(q, 0) {
-			if err := parses(t, q); err != nil && !onlyOperators(StripQuotes(s)) {
-				t.Fatalf("QuoteTokens(%q) = %q does not parse: %v", s, q, err)
+		if q := ftsql.QuoteTokens(ftsql.StripQuotes(s)); q != "" && !strings.ContainsRune(q, 0) {
+			if err := parses(t, q); err != nil && !onlyOperators(ftsql.StripQuotes(s)) {
+				t.Fatalf("ftsql.QuoteTokens(%q) = %q does not parse: %v", s, q, err)
 			}
 		}
 	})
 }
 
 func onlyOperators(s string) bool {
-	return len(NonOperatorTokens(s)) == 0 || strings.HasPrefix(strings.ToUpper(pyStrip(s)), "AND") ||
-		strings.HasPrefix(strings.ToUpper(pyStrip(s)), "OR") || strings.HasPrefix(strings.ToUpper(pyStrip(s)), "NOT") ||
+	return len(ftsql.NonOperatorTokens(s)) == 0 || strings.HasPrefix(strings.ToUpper(querytext.Strip(s)), "AND") ||
+		strings.HasPrefix(strings.ToUpper(querytext.Strip(s)), "OR") || strings.HasPrefix(strings.ToUpper(querytext.Strip(s)), "NOT") ||
 		dangling(s)
 }
 
 func dangling(s string) bool {
-	toks := pyFields(s)
+	toks := querytext.Fields(s)
 	if len(toks) == 0 {
 		return true
 	}
 	for i, tk := range toks {
-		if isOperator(tk) && (i == len(toks)-1 || isOperator(toks[i+1])) {
+		if querytext.IsOperator(tk) && (i == len(toks)-1 || querytext.IsOperator(toks[i+1])) {
 			return true
 		}
 	}

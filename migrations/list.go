@@ -3,7 +3,7 @@ package migrations
 import (
 	"gorm.io/gorm"
 
-	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -64,11 +64,11 @@ func List() []Migration {
 		{ID: "0006_fts_tables", Hermes: "10/11/23", Apply: ftsTables, Postgres: postgresSearchObjects},
 
 		// hermesstate's own objects.
-		{ID: "0007_hermesstate_cjk_index", Hermes: "ours", Apply: fts.EnsureCJKIndex, SQLiteOnly: true},
+		{ID: "0007_hermesstate_cjk_index", Hermes: "ours", Apply: ftsql.EnsureCJKIndex, SQLiteOnly: true},
 		{ID: "0100_hermesstate_messages_activity_index", Hermes: "ours", Apply: messagesActivityIndex},
 		{ID: "0101_hermesstate_pg_messages_fts", Hermes: "ours", Apply: nothing, Postgres: postgresFTSTable},
 		{ID: "0102_hermesstate_session_activity", Hermes: "ours", Apply: repo.EnsureSessionActivity, SQLiteOnly: true},
-		{ID: "0103_hermesstate_cjk_postings", Hermes: "ours", Apply: fts.EnsureCJKIndex, SQLiteOnly: true},
+		{ID: "0103_hermesstate_cjk_postings", Hermes: "ours", Apply: ftsql.EnsureCJKIndex, SQLiteOnly: true},
 	}
 }
 

@@ -29,7 +29,7 @@ import (
 	"github.com/go-gormigrate/gormigrate/v2"
 	"gorm.io/gorm"
 
-	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -384,6 +384,6 @@ func stampVersion(tx *gorm.DB) error {
 
 // ftsTables creates or repairs the FTS objects (package fts).
 func ftsTables(tx *gorm.DB) error {
-	_, err := fts.EnsureLayout(tx)
+	_, err := ftsql.EnsureLayout(tx)
 	return err
 }

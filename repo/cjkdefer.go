@@ -7,7 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/ftsql"
 )
 
 // Deferred CJK indexing of appended messages.
@@ -51,7 +51,7 @@ func (d *DB) deferCJK(tx *gorm.DB, ids []int64) {
 	batch := c.ids
 	c.ids = nil
 	c.mu.Unlock()
-	_, _ = fts.IndexPendingIDs(tx, batch)
+	_, _ = ftsql.IndexPendingIDs(tx, batch)
 }
 
 // FlushDeferredIndexing indexes or dequeues the collected rows now, in one
@@ -70,7 +70,7 @@ func (d *DB) FlushDeferredIndexing(ctx context.Context) error {
 	// One attempt (write lock file and BEGIN IMMEDIATE, as every write),
 	// bounded: at Close nobody waits for it.
 	return d.attempt(ctx, time.Now().Add(2*time.Second), func(tx *gorm.DB) error {
-		_, err := fts.IndexPendingIDs(tx, batch)
+		_, err := ftsql.IndexPendingIDs(tx, batch)
 		return err
 	})
 }

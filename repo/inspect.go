@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"unicode"
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/querytext"
 	"github.com/hermesstate/hermesstate/models"
 )
 
@@ -139,12 +139,9 @@ func undoPreview(content *string) string {
 			}
 		}
 	}
-	text = strings.Join(strings.FieldsFunc(text, pySpace), " ")
+	text = strings.Join(querytext.Fields(text), " ")
 	if r := []rune(text); len(r) > 80 {
 		return string(r[:77]) + "..."
 	}
 	return text
 }
-
-// pySpace is Python's str.isspace for one character.
-func pySpace(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f) }

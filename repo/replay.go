@@ -3,6 +3,8 @@ package repo
 import (
 	"regexp"
 	"strings"
+
+	"github.com/hermesstate/hermesstate/internal/querytext"
 )
 
 // Replay clean-up Hermes applies to every conversation it loads
@@ -36,7 +38,7 @@ func isReviewHarness(it *ConversationItem) bool {
 	if !ok {
 		return false
 	}
-	s = strings.TrimLeftFunc(s, pySpace)
+	s = strings.TrimLeftFunc(s, querytext.IsSpace)
 	for _, p := range reviewHarnessPrefixes {
 		if strings.HasPrefix(s, p) {
 			return true
@@ -79,7 +81,7 @@ func blankStaleMarkers(items []ConversationItem) []ConversationItem {
 		if it.Role != "assistant" || it.ToolCalls == nil {
 			continue
 		}
-		if s, ok := it.Content.(string); ok && staleMarkerRE.MatchString(strings.TrimFunc(s, pySpace)) {
+		if s, ok := it.Content.(string); ok && staleMarkerRE.MatchString(querytext.Strip(s)) {
 			it.Content = ""
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
@@ -164,7 +165,7 @@ type searchState struct {
 // queue is probed separately, and only for queries with CJK characters.
 const searchStateSQL = `SELECT
  (SELECT group_concat(name, ' ') FROM sqlite_master WHERE type = 'table' AND name IN ('` +
-	fts.WordTable + `', '` + fts.TrigramTable + `', '` + fts.CJKIndexTable + `', '` + fts.CJKPendingTable + `')),
+	ftsql.WordTable + `', '` + ftsql.TrigramTable + `', '` + ftsql.CJKIndexTable + `', '` + ftsql.CJKPendingTable + `')),
  EXISTS (SELECT 1 FROM state_meta WHERE key = 'fts_stale'),
  (SELECT value FROM state_meta WHERE key = 'fts_rebuild_high_water'),
  (SELECT value FROM state_meta WHERE key = 'fts_rebuild_progress')`
@@ -203,13 +204,13 @@ func readSearchState(tx *gorm.DB, wantPending bool) (searchState, error) {
 	}
 	for _, n := range strings.Fields(names.String) {
 		switch n {
-		case fts.WordTable:
+		case ftsql.WordTable:
 			st.word = true
-		case fts.TrigramTable:
+		case ftsql.TrigramTable:
 			st.trigram = true
-		case fts.CJKIndexTable:
+		case ftsql.CJKIndexTable:
 			st.cjkIndex = true
-		case fts.CJKPendingTable:
+		case ftsql.CJKPendingTable:
 			st.pending = true // table exists; probed below
 		}
 	}
@@ -223,7 +224,7 @@ func readSearchState(tx *gorm.DB, wantPending bool) (searchState, error) {
 	}
 	if st.cjkIndex && wantPending {
 		var p bool
-		if err := tx.Raw("SELECT EXISTS (SELECT 1 FROM " + fts.CJKPendingTable + ")").Row().Scan(&p); err != nil {
+		if err := tx.Raw("SELECT EXISTS (SELECT 1 FROM " + ftsql.CJKPendingTable + ")").Row().Scan(&p); err != nil {
 			return st, err
 		}
 		st.pending = p
@@ -269,7 +270,7 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 	if n, ok := checkTermCount(res.Sanitized); !ok {
 		return res, models.Errorf(models.ErrInvalid, op, "the query has %d terms; at most %d are allowed: shorten it", n, MaxQueryTerms)
 	}
-	f := fts.Filters{IncludeInactive: opt.IncludeInactive, Sources: opt.Sources, ExcludeSources: opt.ExcludeSources, Roles: opt.Roles}
+	f := ftsql.Filters{IncludeInactive: opt.IncludeInactive, Sources: opt.Sources, ExcludeSources: opt.ExcludeSources, Roles: opt.Roles}
 	if r.db.Dialect == Postgres {
 		return Read(ctx, r.db, op, func(tx *gorm.DB) (SearchResult, error) {
 			res := res
@@ -332,7 +333,7 @@ type runner struct {
 
 // rows runs q; an error SQLite raises for the statement itself (not
 // corruption, locking or cancellation) comes back as errFTS.
-func (rn *runner) rows(q fts.Query) ([]SearchHit, error) {
+func (rn *runner) rows(q ftsql.Query) ([]SearchHit, error) {
 	if rn.explain && rn.plan == nil {
 		rn.plan = explainPlan(rn.tx, q)
 	}
@@ -368,11 +369,11 @@ func (rn *runner) rows(q fts.Query) ([]SearchHit, error) {
 		if q.Context {
 			h.Context = make([]ContextMessage, 0, 3)
 			if prevID.Valid {
-				h.Context = append(h.Context, ContextMessage{Role: prevRole.String, Content: fts.ContextText(nullStr(prevContent))})
+				h.Context = append(h.Context, ContextMessage{Role: prevRole.String, Content: ftsql.ContextText(nullStr(prevContent))})
 			}
-			h.Context = append(h.Context, ContextMessage{Role: h.Role, Content: fts.ContextText(nullStr(content))})
+			h.Context = append(h.Context, ContextMessage{Role: h.Role, Content: ftsql.ContextText(nullStr(content))})
 			if nextID.Valid {
-				h.Context = append(h.Context, ContextMessage{Role: nextRole.String, Content: fts.ContextText(nullStr(nextContent))})
+				h.Context = append(h.Context, ContextMessage{Role: nextRole.String, Content: ftsql.ContextText(nullStr(nextContent))})
 			}
 		}
 		hits = append(hits, h)
@@ -406,7 +407,7 @@ func isFTSErr(err error) bool {
 	return errors.As(err, &e)
 }
 
-func explainPlan(tx *gorm.DB, q fts.Query) []string {
+func explainPlan(tx *gorm.DB, q ftsql.Query) []string {
 	rows, err := tx.Raw("EXPLAIN QUERY PLAN "+q.SQL, q.Args...).Rows()
 	if err != nil {
 		return []string{"explain failed: " + err.Error()}
@@ -425,11 +426,11 @@ func explainPlan(tx *gorm.DB, q fts.Query) []string {
 
 // route follows Hermes' search_messages routing (schema v30), with the
 // CJK substring scan served by hermesstate's CJK index when present.
-func (r *searchRepo) route(tx *gorm.DB, q string, opt SearchOptions, f fts.Filters, st searchState, explain bool) (Route, []SearchHit, []string, error) {
+func (r *searchRepo) route(tx *gorm.DB, q string, opt SearchOptions, f ftsql.Filters, st searchState, explain bool) (Route, []SearchHit, []string, error) {
 	rn := &runner{tx: tx, explain: explain}
 	limit, offset := opt.Limit, opt.Offset
 	like := func(route Route) (Route, []SearchHit, []string, error) {
-		lq, ok := fts.LikeFallbackQuery(q, opt.Sort, limit, offset, f)
+		lq, ok := ftsql.LikeFallbackQuery(q, opt.Sort, limit, offset, f)
 		if !ok {
 			return route, []SearchHit{}, rn.plan, nil
 		}
@@ -460,7 +461,7 @@ func (r *searchRepo) route(tx *gorm.DB, q string, opt SearchOptions, f fts.Filte
 	} else {
 		route = RouteWord
 		var err error
-		hits, err = rn.rows(fts.MatchContextQuery(fts.WordTable, q, opt.Sort, limit, offset, f))
+		hits, err = rn.rows(ftsql.MatchContextQuery(ftsql.WordTable, q, opt.Sort, limit, offset, f))
 		if err != nil {
 			if isFTSErr(err) {
 				return RouteSyntaxError, []SearchHit{}, rn.plan, nil
@@ -470,7 +471,7 @@ func (r *searchRepo) route(tx *gorm.DB, q string, opt SearchOptions, f fts.Filte
 	}
 	// Top up from rows a pending rebuild has not indexed yet.
 	if st.highWater > 0 && len(hits) < limit {
-		if gq, ok := fts.GapQuery(q, st.progress, st.highWater, limit-len(hits), f); ok {
+		if gq, ok := ftsql.GapQuery(q, st.progress, st.highWater, limit-len(hits), f); ok {
 			gap, err := rn.rows(gq)
 			if err != nil && !isFTSErr(err) {
 				return route, nil, nil, err
@@ -488,8 +489,8 @@ func (r *searchRepo) route(tx *gorm.DB, q string, opt SearchOptions, f fts.Filte
 	}
 	// unicode61 keeps Latin glued to CJK in one token: a Latin miss retries
 	// on the trigram index (every token >= 3 characters).
-	if len(hits) == 0 && !isCJK && st.trigram && fts.TrigramEligible(q) {
-		more, err := rn.rows(fts.MatchContextQuery(fts.TrigramTable, fts.QuoteTokens(fts.StripQuotes(q)), opt.Sort, limit, offset, f))
+	if len(hits) == 0 && !isCJK && st.trigram && ftsql.TrigramEligible(q) {
+		more, err := rn.rows(ftsql.MatchContextQuery(ftsql.TrigramTable, ftsql.QuoteTokens(ftsql.StripQuotes(q)), opt.Sort, limit, offset, f))
 		if err != nil && !isFTSErr(err) {
 			return route, nil, nil, err
 		}
@@ -508,10 +509,10 @@ func unwrapFTS(err error) error {
 	return err
 }
 
-func (r *searchRepo) searchCJK(rn *runner, q string, opt SearchOptions, f fts.Filters, st searchState) (Route, []SearchHit, error) {
-	raw := fts.StripQuotes(q)
-	if st.trigram && !f.WantsUnindexed() && fts.TrigramRouteOK(raw) {
-		hits, err := rn.rows(fts.MatchContextQuery(fts.TrigramTable, fts.QuoteTokens(raw), opt.Sort, opt.Limit, opt.Offset, f))
+func (r *searchRepo) searchCJK(rn *runner, q string, opt SearchOptions, f ftsql.Filters, st searchState) (Route, []SearchHit, error) {
+	raw := ftsql.StripQuotes(q)
+	if st.trigram && !f.WantsUnindexed() && ftsql.TrigramRouteOK(raw) {
+		hits, err := rn.rows(ftsql.MatchContextQuery(ftsql.TrigramTable, ftsql.QuoteTokens(raw), opt.Sort, opt.Limit, opt.Offset, f))
 		if err == nil {
 			return RouteTrigram, hits, nil
 		}
@@ -521,18 +522,18 @@ func (r *searchRepo) searchCJK(rn *runner, q string, opt SearchOptions, f fts.Fi
 		rn.plan = nil
 	}
 	if st.cjkIndex {
-		cands, ok, err := fts.CJKCandidates(rn.tx, raw)
+		cands, ok, err := ftsql.CJKCandidates(rn.tx, raw)
 		if err != nil {
 			return RouteCJKIndex, nil, err
 		}
 		if ok {
-			hits, err := rn.rows(fts.CJKIndexQuery(raw, cands, st.pending, opt.Limit, opt.Offset, f))
+			hits, err := rn.rows(ftsql.CJKIndexQuery(raw, cands, st.pending, opt.Limit, opt.Offset, f))
 			return RouteCJKIndex, hits, unwrapFTS(err)
 		}
 	} else if r.warnedNoCJK.CompareAndSwap(false, true) {
-		r.db.logger().Info("hermesstate: this file has no hermesstate CJK index (opened read-only or not yet migrated); short CJK queries use a LIKE scan", "table", fts.CJKIndexTable)
+		r.db.logger().Info("hermesstate: this file has no hermesstate CJK index (opened read-only or not yet migrated); short CJK queries use a LIKE scan", "table", ftsql.CJKIndexTable)
 	}
-	hits, err := rn.rows(fts.CJKLikeQuery(raw, opt.Limit, opt.Offset, f))
+	hits, err := rn.rows(ftsql.CJKLikeQuery(raw, opt.Limit, opt.Offset, f))
 	return RouteCJKLike, hits, unwrapFTS(err)
 }
 
@@ -554,7 +555,7 @@ func attachContext(tx *gorm.DB, hits []SearchHit) error {
 			ids[i] = h.ID
 			ctxs[h.ID] = []ContextMessage{}
 		}
-		rows, err := tx.Raw(fts.ContextSQL(len(ids)), ids...).Rows()
+		rows, err := tx.Raw(ftsql.ContextSQL(len(ids)), ids...).Rows()
 		if err != nil {
 			return err
 		}
@@ -570,7 +571,7 @@ func attachContext(tx *gorm.DB, hits []SearchHit) error {
 			if content.Valid {
 				cp = &content.String
 			}
-			ctxs[id] = append(ctxs[id], ContextMessage{Role: role, Content: fts.ContextText(cp)})
+			ctxs[id] = append(ctxs[id], ContextMessage{Role: role, Content: ftsql.ContextText(cp)})
 		}
 		err = rows.Err()
 		rows.Close()
@@ -603,7 +604,7 @@ func (r *searchRepo) CatchUp(ctx context.Context, limit int) (int, error) {
 	}
 	var n int
 	err := r.db.Write(ctx, sqlitex.Activity, "search.catch_up", func(tx *gorm.DB) error {
-		ok, err := fts.HasTable(tx, fts.CJKGoneTable)
+		ok, err := ftsql.HasTable(tx, ftsql.CJKGoneTable)
 		if err != nil || !ok {
 			return err
 		}
@@ -611,15 +612,15 @@ func (r *searchRepo) CatchUp(ctx context.Context, limit int) (int, error) {
 		// have gathered (they cost only a candidate check each until
 		// then), or on a full catch-up; edited rows are queued again.
 		var gone int64
-		if err := tx.Raw("SELECT count(*) FROM (SELECT 1 FROM " + fts.CJKGoneTable + " LIMIT " + strconv.Itoa(cjkGarbageMin) + ")").Scan(&gone).Error; err != nil {
+		if err := tx.Raw("SELECT count(*) FROM (SELECT 1 FROM " + ftsql.CJKGoneTable + " LIMIT " + strconv.Itoa(cjkGarbageMin) + ")").Scan(&gone).Error; err != nil {
 			return err
 		}
 		if gone >= cjkGarbageMin || (limit <= 0 && gone > 0) {
-			if _, err := fts.CollectCJKGarbage(tx); err != nil {
+			if _, err := ftsql.CollectCJKGarbage(tx); err != nil {
 				return err
 			}
 		}
-		n, err = fts.IndexPending(tx, limit)
+		n, err = ftsql.IndexPending(tx, limit)
 		return err
 	})
 	return n, err
@@ -693,7 +694,7 @@ func PrepareSearch(ctx context.Context, db *DB) error {
 	var dropped bool
 	err = db.Write(ctx, sqlitex.Routine, "search.prepare", func(tx *gorm.DB) error {
 		var err error
-		dropped, err = fts.DropHermesCJKTriggers(tx)
+		dropped, err = ftsql.DropHermesCJKTriggers(tx)
 		return err
 	})
 	if err == nil && dropped {

@@ -8,7 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/ftsql"
 )
 
 // MaxQueryTerms is the most terms (words, phrases, prefixes; operators not
@@ -28,7 +28,7 @@ const (
 )
 
 // boundSnippets gives the hits whose text was too large for snippet() or
-// ts_headline (their snippet is NULL, see fts.SnippetMaxBytes) a bounded
+// ts_headline (their snippet is NULL, see ftsql.SnippetMaxBytes) a bounded
 // snippet: about boundedWindow characters around the first occurrence of
 // the query's first term in content (tool_calls when content is NULL), cut
 // at word boundaries, with '...' where the text goes on and the query's
@@ -45,13 +45,13 @@ func boundSnippets(tx *gorm.DB, dialect Dialect, hits []SearchHit, q string) err
 	if len(ids) == 0 {
 		return nil
 	}
-	terms := fts.SearchTerms(q, true)
+	terms := ftsql.SearchTerms(q, true)
 	first := ""
 	if len(terms) > 0 {
 		first = strings.ToLower(terms[0])
 	}
 	ph := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
-	size := fts.SnippetSizeSQL
+	size := ftsql.SnippetSizeSQL
 	find := "instr(lower(t), ?)"
 	greatest := "max"
 	if dialect == Postgres {
@@ -62,7 +62,7 @@ func boundSnippets(tx *gorm.DB, dialect Dialect, hits []SearchHit, q string) err
 	start := greatest + "(1, " + find + " - " + strconv.Itoa(boundedLead) + ")"
 	q2 := "SELECT id, " + start + " AS p, substr(t, " + start + ", " + strconv.Itoa(boundedWindow) + ") AS w FROM (" +
 		"SELECT m.id AS id, COALESCE(m.content, m.tool_calls, '') AS t FROM messages m WHERE m.id IN (" + ph + ") AND " +
-		size + " > " + strconv.Itoa(fts.SnippetMaxBytes) + ") x"
+		size + " > " + strconv.Itoa(ftsql.SnippetMaxBytes) + ") x"
 	args := append([]any{first, first}, ids...)
 	rows, err := tx.Raw(q2, args...).Rows()
 	if err != nil {
@@ -117,6 +117,6 @@ func boundedSnippet(w string, cutBefore, cutAfter bool, terms []string) string {
 // checkTermCount returns the number of terms of the sanitized query and
 // whether it is within MaxQueryTerms.
 func checkTermCount(q string) (int, bool) {
-	n := len(fts.SearchTerms(q, false))
+	n := len(ftsql.SearchTerms(q, false))
 	return n, n <= MaxQueryTerms
 }

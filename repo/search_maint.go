@@ -6,7 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
 
@@ -21,17 +21,17 @@ func (r *searchRepo) Rebuild(ctx context.Context, opt RebuildOptions) error {
 	}
 	var total int64
 	if err := r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
-		hw, err := fts.StartRebuild(tx)
+		hw, err := ftsql.StartRebuild(tx)
 		total = hw
 		if err != nil {
 			return err
 		}
 		// The CJK index restarts only with a fresh rebuild (no progress yet).
-		p, _, err := metaInt(tx, fts.MetaProgress)
+		p, _, err := metaInt(tx, ftsql.MetaProgress)
 		if err != nil || p > 0 {
 			return err
 		}
-		return fts.ResetCJKIndex(tx)
+		return ftsql.ResetCJKIndex(tx)
 	}); err != nil {
 		return err
 	}
@@ -45,12 +45,12 @@ func (r *searchRepo) Rebuild(ctx context.Context, opt RebuildOptions) error {
 		var more bool
 		if err := r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
 			var err error
-			done, hw, more, err = fts.RebuildStep(tx, chunk)
+			done, hw, more, err = ftsql.RebuildStep(tx, chunk)
 			if err != nil {
 				return err
 			}
 			if !more {
-				return fts.FinishRebuild(tx)
+				return ftsql.FinishRebuild(tx)
 			}
 			return nil
 		}); err != nil {
@@ -81,7 +81,7 @@ func (r *searchRepo) Rebuild(ctx context.Context, opt RebuildOptions) error {
 		var n int
 		if err := r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
 			var err error
-			n, err = fts.IndexPending(tx, chunk)
+			n, err = ftsql.IndexPending(tx, chunk)
 			return err
 		}); err != nil {
 			return err
@@ -100,13 +100,13 @@ func (r *searchRepo) Check(ctx context.Context) ([]FTSCheck, error) {
 	var out []FTSCheck
 	err := r.db.Write(ctx, sqlitex.Routine, "search.check", func(tx *gorm.DB) error {
 		out = nil
-		tables, err := fts.FTSTables(tx)
+		tables, err := ftsql.FTSTables(tx)
 		if err != nil {
 			return err
 		}
 		for _, t := range tables {
 			c := FTSCheck{Table: t, OK: true}
-			if err := fts.IntegrityCheck(tx, t); err != nil {
+			if err := ftsql.IntegrityCheck(tx, t); err != nil {
 				if sqlitex.IsLock(err) {
 					return err
 				}
@@ -114,13 +114,13 @@ func (r *searchRepo) Check(ctx context.Context) ([]FTSCheck, error) {
 			}
 			out = append(out, c)
 		}
-		has, err := fts.HasTable(tx, fts.CJKIndexTable)
+		has, err := ftsql.HasTable(tx, ftsql.CJKIndexTable)
 		if err != nil {
 			return err
 		}
 		if has {
-			c := FTSCheck{Table: fts.CJKIndexTable, OK: true}
-			_, detail, err := fts.CheckCJKIndex(tx)
+			c := FTSCheck{Table: ftsql.CJKIndexTable, OK: true}
+			_, detail, err := ftsql.CheckCJKIndex(tx)
 			if err != nil {
 				return err
 			}

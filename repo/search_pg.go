@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/ftsql"
 )
 
 // Search on PostgreSQL (same options, routes and result fields as on
@@ -41,10 +42,10 @@ const (
 )
 
 // pgRewrite turns one of package fts' LIKE statements into PostgreSQL SQL.
-func pgRewrite(q fts.Query) fts.Query {
+func pgRewrite(q ftsql.Query) ftsql.Query {
 	s := strings.ReplaceAll(q.SQL, sqliteLikeSnippet, pgLikeSnippet)
 	s = strings.ReplaceAll(s, " LIKE ? ESCAPE '\\'", " ILIKE ? ESCAPE '\\'")
-	return fts.Query{SQL: s, Args: q.Args}
+	return ftsql.Query{SQL: s, Args: q.Args}
 }
 
 func isWordRune(r rune) bool {
@@ -60,7 +61,7 @@ func isWordRune(r rune) bool {
 func pgTSQuery(q string) (string, bool) {
 	var out []string
 	op := ""
-	for _, tok := range fts.LikeTokens(q) {
+	for _, tok := range ftsql.LikeTokens(q) {
 		switch tok {
 		case "AND", "NEAR":
 			if op == "" {
@@ -113,7 +114,7 @@ const pgHeadlineOpts = `StartSel=">>>", StopSel="<<<", MaxWords=40, MinWords=12,
 
 // pgWordQuery is the tsquery search of one sanitized query over the
 // stored word documents (hs_messages_fts, kept by triggers).
-func pgWordQuery(tsq, sort string, limit, offset int, f fts.Filters) fts.Query {
+func pgWordQuery(tsq, sort string, limit, offset int, f ftsql.Filters) ftsql.Query {
 	where := []string{"fx.doc @@ to_tsquery('simple', ?)"}
 	w, a := f.Clauses()
 	where = append(where, w...)
@@ -127,28 +128,28 @@ func pgWordQuery(tsq, sort string, limit, offset int, f fts.Filters) fts.Query {
 	}
 	// ts_headline parses the whole text: a large one gets a NULL here and a
 	// bounded snippet afterwards (boundSnippets).
-	sql := "SELECT m.id, m.session_id, m.role, CASE WHEN COALESCE(octet_length(m.content), 0) <= " + strconv.Itoa(fts.SnippetMaxBytes) +
+	sql := "SELECT m.id, m.session_id, m.role, CASE WHEN COALESCE(octet_length(m.content), 0) <= " + strconv.Itoa(ftsql.SnippetMaxBytes) +
 		" THEN ts_headline('simple', COALESCE(m.content, ''), to_tsquery('simple', ?), '" + pgHeadlineOpts + "') END AS snippet, " +
 		"m.timestamp, m.tool_name, s.source, s.model, s.started_at AS session_started FROM hs_messages_fts fx JOIN messages m ON m.id = fx.id JOIN sessions s ON s.id = m.session_id WHERE " +
 		strings.Join(where, " AND ") + " " + order + " LIMIT ? OFFSET ?"
 	args := []any{tsq, tsq}
 	args = append(args, a...)
 	args = append(args, tsq, limit, offset)
-	return fts.Query{SQL: sql, Args: args}
+	return ftsql.Query{SQL: sql, Args: args}
 }
 
 // pgSubstringQuery is the trigram route: the FTS5 boolean subset over
 // substrings of content and tool_name (OR groups of ANDed terms, NOT
 // negates), restricted like Hermes' trigram index, newest first.
-func (d *DB) pgSubstringQuery(q, sort string, limit, offset int, f fts.Filters) (fts.Query, []string, bool) {
+func (d *DB) pgSubstringQuery(q, sort string, limit, offset int, f ftsql.Filters) (ftsql.Query, []string, bool) {
 	const col = `(COALESCE(m.content, '') ILIKE ? ESCAPE '\' OR COALESCE(m.tool_name, '') ILIKE ? ESCAPE '\')`
 	var ors []string
 	var args []any
 	var terms []string
-	for _, g := range fts.TermGroups(q) {
+	for _, g := range ftsql.TermGroups(q) {
 		var ands []string
 		for _, x := range g {
-			p := "%" + fts.EscapeLike(x.Text) + "%"
+			p := "%" + ftsql.EscapeLike(x.Text) + "%"
 			if x.Neg {
 				ands = append(ands, "NOT "+col)
 			} else {
@@ -160,7 +161,7 @@ func (d *DB) pgSubstringQuery(q, sort string, limit, offset int, f fts.Filters) 
 		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
 	}
 	if len(ors) == 0 {
-		return fts.Query{}, nil, false
+		return ftsql.Query{}, nil, false
 	}
 	where := []string{"(" + strings.Join(ors, " OR ") + ")", "m.role <> 'tool'", "s.source NOT IN ('cron', 'subagent')",
 		d.jsonMarker("s.model_config", "_delegate_from") + " IS NULL"}
@@ -173,7 +174,7 @@ func (d *DB) pgSubstringQuery(q, sort string, limit, offset int, f fts.Filters) 
 	}
 	all := append([]any{terms[0]}, args...)
 	all = append(all, limit, offset)
-	return fts.Query{SQL: "SELECT m.id, m.session_id, m.role, " + pgLikeSnippet + ", m.timestamp, m.tool_name, s.source, s.model, s.started_at AS session_started " +
+	return ftsql.Query{SQL: "SELECT m.id, m.session_id, m.role, " + pgLikeSnippet + ", m.timestamp, m.tool_name, s.source, s.model, s.started_at AS session_started " +
 		"FROM messages m JOIN sessions s ON s.id = m.session_id WHERE " + strings.Join(where, " AND ") + " ORDER BY m.timestamp " + dir + ", m.id " + dir + " LIMIT ? OFFSET ?",
 		Args: all}, terms, true
 }
@@ -211,11 +212,11 @@ func markTerms(s *string, terms []string) {
 }
 
 // routePostgres is route on PostgreSQL.
-func (r *searchRepo) routePostgres(tx *gorm.DB, q string, opt SearchOptions, f fts.Filters) (Route, []SearchHit, error) {
+func (r *searchRepo) routePostgres(tx *gorm.DB, q string, opt SearchOptions, f ftsql.Filters) (Route, []SearchHit, error) {
 	rn := &runner{tx: tx}
 	limit, offset := opt.Limit, opt.Offset
 	if f.WantsTool() {
-		lq, ok := fts.LikeFallbackQuery(q, opt.Sort, limit, offset, f)
+		lq, ok := ftsql.LikeFallbackQuery(q, opt.Sort, limit, offset, f)
 		if !ok {
 			return RouteToolLike, []SearchHit{}, nil
 		}
@@ -237,11 +238,11 @@ func (r *searchRepo) routePostgres(tx *gorm.DB, q string, opt SearchOptions, f f
 		return route, hits, nil
 	}
 	if fts.ContainsCJK(q) {
-		raw := fts.StripQuotes(q)
-		if !f.WantsUnindexed() && fts.TrigramRouteOK(raw) {
-			return sub(RouteTrigram, fts.QuoteTokens(raw))
+		raw := ftsql.StripQuotes(q)
+		if !f.WantsUnindexed() && ftsql.TrigramRouteOK(raw) {
+			return sub(RouteTrigram, ftsql.QuoteTokens(raw))
 		}
-		hits, err := rn.rows(pgRewrite(fts.CJKLikeQuery(raw, limit, offset, f)))
+		hits, err := rn.rows(pgRewrite(ftsql.CJKLikeQuery(raw, limit, offset, f)))
 		return RouteCJKLike, hits, unwrapFTS(err)
 	}
 	tsq, ok := pgTSQuery(q)
@@ -255,8 +256,8 @@ func (r *searchRepo) routePostgres(tx *gorm.DB, q string, opt SearchOptions, f f
 		}
 		return RouteWord, nil, err
 	}
-	if len(hits) == 0 && fts.TrigramEligible(q) {
-		route, more, err := sub(RouteWordRetry, fts.QuoteTokens(fts.StripQuotes(q)))
+	if len(hits) == 0 && ftsql.TrigramEligible(q) {
+		route, more, err := sub(RouteWordRetry, ftsql.QuoteTokens(ftsql.StripQuotes(q)))
 		if err != nil {
 			return route, nil, err
 		}

@@ -6,7 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/ftsql"
 )
 
 // RebuildStatus is the progress of a deferred FTS rebuild.
@@ -36,11 +36,11 @@ func (r *searchRepo) OptimizeAvailable(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	return Read(ctx, r.db, "search.optimize_available", func(tx *gorm.DB) (bool, error) {
-		layout, err := fts.DetectLayout(tx)
-		if err != nil || layout == fts.LayoutNone {
+		layout, err := ftsql.DetectLayout(tx)
+		if err != nil || layout == ftsql.LayoutNone {
 			return false, err
 		}
-		if layout != fts.LayoutCurrent {
+		if layout != ftsql.LayoutCurrent {
 			return true, nil // a legacy layout: the storage upgrade is the work
 		}
 		var rows []struct{ SQL *string }

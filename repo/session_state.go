@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/querytext"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -382,7 +383,7 @@ func (r *sessionStateRepo) UpdateToolNames(ctx context.Context, id string, names
 
 // boundDescription trims an activity description to the shared budget.
 func boundDescription(s string) string {
-	s = strings.TrimFunc(s, pySpace)
+	s = querytext.Strip(s)
 	if utf8.RuneCountInString(s) <= activityDescriptionMax {
 		return s
 	}

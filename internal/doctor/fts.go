@@ -16,7 +16,7 @@ import (
 	"sort"
 	"strings"
 
-	hfts "github.com/hermesstate/hermesstate/fts"
+	hfts "github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
-	hfts "github.com/hermesstate/hermesstate/fts"
+	hfts "github.com/hermesstate/hermesstate/internal/ftsql"
 
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"

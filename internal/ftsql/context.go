@@ -1,8 +1,10 @@
-package fts
+package ftsql
 
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/hermesstate/hermesstate/internal/querytext"
 )
 
 // multimodalPrefix marks content stored as a JSON list of parts.
@@ -42,7 +44,7 @@ func flatten(content *string) string {
 				texts = append(texts, t)
 			}
 		}
-		if out := pyStrip(strings.Join(texts, " ")); out != "" {
+		if out := querytext.Strip(strings.Join(texts, " ")); out != "" {
 			return out
 		}
 		return "[multimodal content]"

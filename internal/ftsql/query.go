@@ -1,10 +1,11 @@
-package fts
+package ftsql
 
 import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hermesstate/hermesstate/internal/querytext"
 	"gorm.io/gorm"
 )
 
@@ -125,7 +126,7 @@ func selectSQL(snippet, from string, where []string, orderBy, limit string) stri
 // RankOrder returns the ORDER BY of the FTS routes for sort ("newest",
 // "oldest", anything else = bm25 rank).
 func RankOrder(sort string) string {
-	switch strings.ToLower(pyStrip(sort)) {
+	switch strings.ToLower(querytext.Strip(sort)) {
 	case "newest":
 		return "ORDER BY m.timestamp DESC, rank"
 	case "oldest":
@@ -214,7 +215,7 @@ func LikeTokens(q string) []string {
 	var out []string
 	for i := 0; i < len(q); {
 		r, size := utf8.DecodeRuneInString(q[i:])
-		if pyIsSpace(r) {
+		if querytext.IsSpace(r) {
 			i += size
 			continue
 		}
@@ -228,7 +229,7 @@ func LikeTokens(q string) []string {
 		j := i
 		for j < len(q) {
 			r, size := utf8.DecodeRuneInString(q[j:])
-			if pyIsSpace(r) {
+			if querytext.IsSpace(r) {
 				break
 			}
 			j += size
@@ -239,7 +240,7 @@ func LikeTokens(q string) []string {
 	return out
 }
 
-func likeTerm(tok string) string { return pyStrip(strings.Trim(strings.Trim(tok, `"`), "*")) }
+func likeTerm(tok string) string { return querytext.Strip(strings.Trim(strings.Trim(tok, `"`), "*")) }
 
 // Term is one term of a query's LIKE form (TermGroups): its text, with
 // quotes and '*' stripped, and whether NOT negates it.
@@ -318,7 +319,7 @@ func LikeFallbackQuery(q, sort string, limit, offset int, f Filters) (Query, boo
 	where = append(where, w...)
 	args = append(args, a...)
 	dir := "DESC"
-	if strings.ToLower(pyStrip(sort)) == "oldest" {
+	if strings.ToLower(querytext.Strip(sort)) == "oldest" {
 		dir = "ASC"
 	}
 	all := append([]any{positive[0]}, args...)

@@ -1,4 +1,4 @@
-package fts
+package ftsql
 
 import (
 	"encoding/binary"
@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hermesstate/hermesstate/fts"
 	"gorm.io/gorm"
 )
 
@@ -198,7 +199,7 @@ func CJKTerms(texts ...string) []string {
 	for _, t := range texts {
 		prev := rune(-1)
 		for _, r := range t {
-			if !IsCJK(r) {
+			if !fts.IsCJK(r) {
 				prev = -1
 				continue
 			}
@@ -242,7 +243,7 @@ func QueryTerms(tok string) (terms []string, ok bool) {
 		run = run[:0]
 	}
 	for _, r := range tok {
-		if IsCJK(r) {
+		if fts.IsCJK(r) {
 			run = append(run, r)
 			continue
 		}
