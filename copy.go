@@ -15,12 +15,12 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/errtext"
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/safefile"
+	"github.com/hermesstate/hermesstate/internal/schemaref"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
-	"github.com/hermesstate/hermesstate/migrations"
-	"github.com/hermesstate/hermesstate/models"
 )
 
 // CopyOptions tunes Copy.
@@ -63,17 +63,17 @@ func Copy(ctx context.Context, src, dst *Store, opt CopyOptions) (CopyStats, err
 	const op = "copy"
 	start := time.Now()
 	if dst.cfg.Driver != DriverPostgres {
-		return CopyStats{}, models.Errorf(models.ErrInvalid, op, "the copy target must be a PostgreSQL store")
+		return CopyStats{}, errs.Errorf(ErrInvalid, op, "the copy target must be a PostgreSQL store")
 	}
 	if src.cfg.Driver == DriverPostgres && src.cfg.DSN == dst.cfg.DSN && src.cfg.Schema == dst.cfg.Schema {
-		return CopyStats{}, models.Errorf(models.ErrInvalid, op, "source and target are the same schema")
+		return CopyStats{}, errs.Errorf(ErrInvalid, op, "source and target are the same schema")
 	}
 	if opt.BatchRows <= 0 {
 		opt.BatchRows = 500
 	}
-	ref, err := migrations.ReferenceColumns()
+	ref, err := schemaref.ReferenceColumns()
 	if err != nil {
-		return CopyStats{}, models.Wrap(models.ErrStorage, op, err, "")
+		return CopyStats{}, errs.Wrap(ErrStorage, op, err, "")
 	}
 	c := &copier{op: op, src: src, dst: dst, opt: opt, ref: ref, stats: CopyStats{Rows: map[string]int64{}}}
 	readOpts := &sql.TxOptions{ReadOnly: true}
@@ -103,7 +103,7 @@ type copier struct {
 	op       string
 	src, dst *Store
 	opt      CopyOptions
-	ref      map[string][]migrations.Column
+	ref      map[string][]schemaref.Column
 	stats    CopyStats
 }
 
@@ -174,7 +174,7 @@ func (c *copier) load(stx, dtx *gorm.DB, seq int64) error {
 			return err
 		}
 		if n != c.stats.Rows[t] {
-			return models.Errorf(models.ErrCorrupt, c.op, "table %s: the target holds %d rows, the source %d; nothing was committed", t, n, c.stats.Rows[t])
+			return errs.Errorf(ErrCorrupt, c.op, "table %s: the target holds %d rows, the source %d; nothing was committed", t, n, c.stats.Rows[t])
 		}
 	}
 	return dtx.Exec("SET CONSTRAINTS ALL IMMEDIATE").Error
@@ -192,7 +192,7 @@ func (c *copier) checkEmpty(dtx *gorm.DB) error {
 			return err
 		}
 		if len(one) > 0 {
-			return models.Errorf(models.ErrConflict, c.op, "the target schema %s is not empty (table %s has rows); copy only into an empty store", c.dst.cfg.Schema, t)
+			return errs.Errorf(ErrConflict, c.op, "the target schema %s is not empty (table %s has rows); copy only into an empty store", c.dst.cfg.Schema, t)
 		}
 	}
 	return nil
@@ -213,26 +213,26 @@ func (c *copier) copyTables(stx, dtx *gorm.DB) error {
 			return fmt.Errorf("copy %s: %w", t, err)
 		}
 		if n != c.stats.Rows[t] {
-			return models.Errorf(models.ErrCorrupt, c.op, "table %s: read %d rows from the source, which counted %d", t, n, c.stats.Rows[t])
+			return errs.Errorf(ErrCorrupt, c.op, "table %s: read %d rows from the source, which counted %d", t, n, c.stats.Rows[t])
 		}
 	}
 	return nil
 }
 
 func mapCopyErr(op string, err error) error {
-	var me *models.Error
+	var me *Error
 	if asModelsError(err, &me) {
 		return err
 	}
 	if pgsql.IsConstraint(err) {
-		return models.Wrap(models.ErrConflict, op, err, "the source rows break a key of the target (a dangling parent, prompt or session reference?); nothing was committed")
+		return errs.Wrap(ErrConflict, op, err, "the source rows break a key of the target (a dangling parent, prompt or session reference?); nothing was committed")
 	}
-	return models.Wrap(models.ErrStorage, op, err, "copy failed; nothing was committed: "+errtext.FirstLine(err))
+	return errs.Wrap(ErrStorage, op, err, "copy failed; nothing was committed: "+errtext.FirstLine(err))
 }
 
 // copyTable streams table t of the source into the target with the v30
 // column list, in batches. It returns the number of rows copied.
-func copyTable(stx, dtx *gorm.DB, t string, cols []migrations.Column, opt CopyOptions, progress func(int64)) (int64, error) {
+func copyTable(stx, dtx *gorm.DB, t string, cols []schemaref.Column, opt CopyOptions, progress func(int64)) (int64, error) {
 	names := make([]string, len(cols))
 	bytea := make([]bool, len(cols))
 	for i, c := range cols {
@@ -282,7 +282,7 @@ func copyTable(stx, dtx *gorm.DB, t string, cols []migrations.Column, opt CopyOp
 			if b, ok := v.([]byte); ok && !bytea[i] {
 				// A BLOB in a text column (SQLite's loose typing).
 				if !utf8.Valid(b) {
-					return n, models.Errorf(models.ErrInvalid, "copy", "%s.%s holds bytes that are not UTF-8 text; PostgreSQL cannot store them as text", t, cols[i].Name)
+					return n, errs.Errorf(ErrInvalid, "copy", "%s.%s holds bytes that are not UTF-8 text; PostgreSQL cannot store them as text", t, cols[i].Name)
 				}
 				v = string(b)
 			}
@@ -315,7 +315,7 @@ const snapshotPrefix = "hermesstate-snapshot-"
 func OpenSnapshot(ctx context.Context, path string, cfg Config) (*Store, func(), error) {
 	const op = "snapshot"
 	if _, err := os.Stat(path); err != nil {
-		return nil, nil, models.Wrap(models.ErrNotFound, op, err, "no database at "+path)
+		return nil, nil, errs.Wrap(ErrNotFound, op, err, "no database at "+path)
 	}
 	// The snapshot is a plaintext copy of every conversation: it lives in
 	// a 0700 directory whose name carries this process's id, and the
@@ -323,13 +323,13 @@ func OpenSnapshot(ctx context.Context, path string, cfg Config) (*Store, func(),
 	safefile.RemoveStale(os.TempDir(), snapshotPrefix)
 	dir, err := os.MkdirTemp("", safefile.TempName(snapshotPrefix)+"-")
 	if err != nil {
-		return nil, nil, models.Wrap(models.ErrStorage, op, err, "cannot create a temporary directory: "+sqlitex.Describe(err))
+		return nil, nil, errs.Wrap(ErrStorage, op, err, "cannot create a temporary directory: "+sqlitex.Describe(err))
 	}
 	cleanupDir := func() { _ = os.RemoveAll(dir) }
 	tmp, err := safefile.CreateTemp(dir, "state-")
 	if err != nil {
 		cleanupDir()
-		return nil, nil, models.Wrap(models.ErrStorage, op, err, "cannot create the snapshot file: "+sqlitex.Describe(err))
+		return nil, nil, errs.Wrap(ErrStorage, op, err, "cannot create the snapshot file: "+sqlitex.Describe(err))
 	}
 	abs, _ := filepath.Abs(path)
 	g, err := gorm.Open(sqlite.Open("file:"+abs+"?mode=ro&_pragma=busy_timeout(5000)"), &gorm.Config{Logger: logger.Discard})
@@ -355,4 +355,4 @@ func OpenSnapshot(ctx context.Context, path string, cfg Config) (*Store, func(),
 	return st, func() { _ = st.Close(); cleanupDir() }, nil
 }
 
-func asModelsError(err error, target **models.Error) bool { return errors.As(err, target) }
+func asModelsError(err error, target **Error) bool { return errors.As(err, target) }

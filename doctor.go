@@ -2,7 +2,8 @@ package hermesstate
 
 import (
 	"context"
-	"github.com/hermesstate/hermesstate/models"
+
+	"github.com/hermesstate/hermesstate/internal/errs"
 
 	"github.com/hermesstate/hermesstate/internal/doctor"
 )
@@ -44,7 +45,7 @@ const (
 func Doctor(ctx context.Context, cfg Config, opts DoctorOptions) (*DoctorReport, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Driver == DriverPostgres {
-		return nil, models.Errorf(models.ErrUnsupported, "doctor", "doctor examines SQLite files; on PostgreSQL the server keeps integrity (use `hermes-state fts check` for the search indexes, `migrate` for the schema version)")
+		return nil, errs.Errorf(ErrUnsupported, "doctor", "doctor examines SQLite files; on PostgreSQL the server keeps integrity (use `hermes-state fts check` for the search indexes, `migrate` for the schema version)")
 	}
 	return doctor.Check(ctx, doctor.Options{Path: cfg.Path, Full: opts.Full, JournalMode: cfg.configuredJournal()})
 }

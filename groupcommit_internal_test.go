@@ -157,11 +157,11 @@ func TestAppendGroupCommitConcurrent(t *testing.T) {
 	}
 	require.Len(t, errs[missing], calls2[missing])
 	for _, e := range errs[missing] {
-		require.ErrorIs(t, e, models.ErrNotFound)
+		require.ErrorIs(t, e, ErrNotFound)
 	}
 	require.Len(t, errs[ended.ID], calls2[ended.ID])
 	for _, e := range errs[ended.ID] {
-		require.ErrorIs(t, e, models.ErrConflict)
+		require.ErrorIs(t, e, ErrConflict)
 	}
 	require.Equal(t, workers*calls, len(acks)+len(errs[missing])+len(errs[ended.ID]))
 	checkAcked(t, s, acks, append(good, ended.ID))
@@ -279,7 +279,7 @@ func TestAppendGroupErrorStaysWithItsCall(t *testing.T) {
 		r := <-results
 		if r.content == "poison" {
 			require.Error(t, r.err)
-			require.ErrorIs(t, r.err, models.ErrConflict)
+			require.ErrorIs(t, r.err, ErrConflict)
 			require.NotContains(t, r.err.Error(), "RAISE")
 			continue
 		}
@@ -322,14 +322,14 @@ func TestCloseDrainsPendingAppends(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		r := <-results
 		if r.err != nil {
-			require.ErrorIs(t, r.err, models.ErrClosed, r.content)
+			require.ErrorIs(t, r.err, ErrClosed, r.content)
 			continue
 		}
 		acks = append(acks, r.ack)
 	}
 	require.NotEmpty(t, acks, "the group in flight when Close began was committed")
 	_, err = s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text("late")})
-	require.True(t, errors.Is(err, models.ErrClosed), "%v", err)
+	require.True(t, errors.Is(err, ErrClosed), "%v", err)
 
 	s2 := openTest(t, Config{Path: s.Path()})
 	checkAcked(t, s2, acks, []string{sess.ID})

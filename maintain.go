@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
@@ -67,10 +68,10 @@ func (s *Store) Maintain(ctx context.Context, opts MaintenanceOptions) (*Mainten
 	rep := &MaintenanceReport{BackupsRemoved: []string{}}
 	defer func() { rep.Elapsed = time.Since(start).Round(time.Millisecond).String() }()
 	if s.cfg.Driver == DriverPostgres {
-		return rep, models.Errorf(models.ErrUnsupported, op, "maintenance of a PostgreSQL store is the server's (autovacuum, pg_dump)")
+		return rep, errs.Errorf(ErrUnsupported, op, "maintenance of a PostgreSQL store is the server's (autovacuum, pg_dump)")
 	}
 	if opts.RetentionDays < 0 || opts.BackupKeep < 0 {
-		return rep, models.Errorf(models.ErrInvalid, op, "retention days and backups to keep must not be negative")
+		return rep, errs.Errorf(ErrInvalid, op, "retention days and backups to keep must not be negative")
 	}
 	if opts.BackupKeep == 0 {
 		opts.BackupKeep = 7
@@ -121,7 +122,7 @@ func (s *Store) Maintain(ctx context.Context, opts MaintenanceOptions) (*Mainten
 func (s *Store) backupRotate(ctx context.Context, dir string, keep int, progress repo.Progress) (string, []string, error) {
 	const op = "maintain.backup"
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", nil, models.Wrap(models.ErrStorage, op, err, "cannot create "+dir)
+		return "", nil, errs.Wrap(ErrStorage, op, err, "cannot create "+dir)
 	}
 	name := "state-" + time.Now().UTC().Format("20060102-150405.000000000") + ".db"
 	path := filepath.Join(dir, strings.Replace(name, ".", "-", 1))
@@ -181,7 +182,7 @@ func (s *Store) backupRotate(ctx context.Context, dir string, keep int, progress
 	var removed []string
 	for len(matches) > keep {
 		if err := os.Remove(matches[0]); err != nil {
-			return path, removed, models.Wrap(models.ErrStorage, op, err, "cannot remove the old backup "+matches[0])
+			return path, removed, errs.Wrap(ErrStorage, op, err, "cannot remove the old backup "+matches[0])
 		}
 		removed = append(removed, matches[0])
 		matches = matches[1:]

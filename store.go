@@ -25,10 +25,10 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/hermesstate/hermesstate/hooks"
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
-	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -73,7 +73,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	case DriverPostgres:
 		open = s.openPostgres
 	default:
-		return nil, models.Errorf(models.ErrInvalid, "open", "unknown driver %q (sqlite or postgres)", cfg.Driver)
+		return nil, errs.Errorf(ErrInvalid, "open", "unknown driver %q (sqlite or postgres)", cfg.Driver)
 	}
 	if err := open(ctx); err != nil {
 		s.closeHandles()
@@ -102,7 +102,7 @@ func (s *Store) openSQLite(ctx context.Context) error {
 		return s.openSQLiteReadOnly(ctx)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "cannot create the directory of "+path+": "+sqlitex.Describe(err))
+		return errs.Wrap(ErrStorage, op, err, "cannot create the directory of "+path+": "+sqlitex.Describe(err))
 	}
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		if err := s.createNew(ctx, path); err != nil {
@@ -110,7 +110,7 @@ func (s *Store) openSQLite(ctx context.Context) error {
 		}
 	}
 	if err := createPrivate(path); err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "cannot create "+path+": "+sqlitex.Describe(err))
+		return errs.Wrap(ErrStorage, op, err, "cannot create "+path+": "+sqlitex.Describe(err))
 	}
 	w, err := s.openWriter(path)
 	if err != nil {
@@ -127,7 +127,7 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	}
 	if fv > migrations.HermesSchemaVersion {
 		if err := s.closeHandles(); err != nil {
-			return models.Wrap(models.ErrStorage, op, err, "")
+			return errs.Wrap(ErrStorage, op, err, "")
 		}
 		s.db = nil
 		s.newer = fv
@@ -192,7 +192,7 @@ func (s *Store) openWriter(path string) (*gorm.DB, error) {
 	}
 	sqlDB, err := w.DB()
 	if err != nil {
-		return nil, models.Wrap(models.ErrStorage, op, err, "")
+		return nil, errs.Wrap(ErrStorage, op, err, "")
 	}
 	sqlDB.SetMaxOpenConns(1)
 	sqlDB.SetMaxIdleConns(1)
@@ -211,10 +211,10 @@ func (s *Store) openWriter(path string) (*gorm.DB, error) {
 func (s *Store) prepare(ctx context.Context, w *gorm.DB) error {
 	const op = "open"
 	if err := hooks.Register(w); err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "")
+		return errs.Wrap(ErrStorage, op, err, "")
 	}
 	if err := repo.RegisterSearchHooks(w, s.db); err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "")
+		return errs.Wrap(ErrStorage, op, err, "")
 	}
 	if err := migrations.Run(ctx, w); err != nil {
 		return err
@@ -234,7 +234,7 @@ func (s *Store) openReaders(path string) error {
 	}
 	rdb, err := r.DB()
 	if err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "")
+		return errs.Wrap(ErrStorage, op, err, "")
 	}
 	rdb.SetMaxOpenConns(cfg.ReadPoolSize)
 	rdb.SetMaxIdleConns(cfg.ReadPoolSize)
@@ -257,7 +257,7 @@ func (s *Store) createNew(ctx context.Context, path string) error {
 	safefile.RemoveStale(dir, newStorePrefix)
 	tmp, err := safefile.CreateTemp(dir, newStorePrefix)
 	if err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "cannot create "+path+": "+sqlitex.Describe(err))
+		return errs.Wrap(ErrStorage, op, err, "cannot create "+path+": "+sqlitex.Describe(err))
 	}
 	cfg := s.cfg
 	cfg.Path, cfg.Maintenance = tmp, nil
@@ -273,8 +273,8 @@ func (s *Store) createNew(ctx context.Context, path string) error {
 	}
 	safefile.Remove(tmp)
 	if err != nil {
-		kind := models.ErrStorage
-		var me *models.Error
+		kind := ErrStorage
+		var me *Error
 		if errors.As(err, &me) && me.Kind != nil {
 			kind = me.Kind
 		}
@@ -284,7 +284,7 @@ func (s *Store) createNew(ctx context.Context, path string) error {
 		} else {
 			msg = sqlitex.Describe(err)
 		}
-		return models.Wrap(kind, op, err, "cannot create "+path+": "+strings.ReplaceAll(msg, tmp, path))
+		return errs.Wrap(kind, op, err, "cannot create "+path+": "+strings.ReplaceAll(msg, tmp, path))
 	}
 	return nil
 }
@@ -311,7 +311,7 @@ func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
 	}
 	sqlDB, err := g.DB()
 	if err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "")
+		return errs.Wrap(ErrStorage, op, err, "")
 	}
 	sqlDB.SetMaxOpenConns(cfg.ReadPoolSize)
 	sqlDB.SetMaxIdleConns(cfg.ReadPoolSize)
@@ -364,7 +364,7 @@ func openReadOnlyPool(ctx context.Context, path string, busy time.Duration, cach
 		dsn, err := sqlitex.ConnConfig{Path: path, BusyTimeout: busy, ForeignKeys: true, ReadOnly: true, Immutable: immutable,
 			CacheSizeKiB: cacheKiB}.URI()
 		if err != nil {
-			return nil, models.Wrap(models.ErrStorage, op, err, "cannot open "+path)
+			return nil, errs.Wrap(ErrStorage, op, err, "cannot open "+path)
 		}
 		g, err := gorm.Open(sqlite.Open(dsn), gormConfig())
 		if err != nil {
@@ -388,7 +388,7 @@ func openReadOnlyPool(ctx context.Context, path string, busy time.Duration, cach
 	}
 	immutable, perr := sqlitex.ReadOnlyPlace(path)
 	if perr != nil {
-		return nil, false, models.Wrap(models.ErrUnsupported, op, perr, perr.Error())
+		return nil, false, errs.Wrap(ErrUnsupported, op, perr, perr.Error())
 	}
 	if !immutable {
 		return nil, false, classifyOpenErr(op, err, path)
@@ -406,27 +406,27 @@ func checkStoreFile(op, path string) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return models.Wrap(models.ErrNotFound, op, err, "no store at "+path)
+			return errs.Wrap(ErrNotFound, op, err, "no store at "+path)
 		}
-		return models.Wrap(models.ErrStorage, op, err, "cannot open "+path+": "+sqlitex.Describe(err))
+		return errs.Wrap(ErrStorage, op, err, "cannot open "+path+": "+sqlitex.Describe(err))
 	}
 	if !st.Mode().IsRegular() {
-		return models.Errorf(models.ErrInvalid, op, "%s is not a regular file", path)
+		return errs.Errorf(ErrInvalid, op, "%s is not a regular file", path)
 	}
 	if st.Size() == 0 {
-		return models.Errorf(models.ErrNotFound, op, "no store at %s: the file is empty (0 bytes)", path)
+		return errs.Errorf(ErrNotFound, op, "no store at %s: the file is empty (0 bytes)", path)
 	}
 	return nil
 }
 
 func classifyOpenErr(op string, err error, path string) error {
 	if sqlitex.IsCorrupt(err) {
-		return models.Wrap(models.ErrCorrupt, op, err, path+" is not a SQLite database or is damaged; run `hermes-state doctor`")
+		return errs.Wrap(ErrCorrupt, op, err, path+" is not a SQLite database or is damaged; run `hermes-state doctor`")
 	}
 	if sqlitex.IsLock(err) {
-		return models.Wrap(models.ErrBusy, op, err, path+" is locked by another process")
+		return errs.Wrap(ErrBusy, op, err, path+" is locked by another process")
 	}
-	return models.Wrap(models.ErrStorage, op, err, "cannot open "+path)
+	return errs.Wrap(ErrStorage, op, err, "cannot open "+path)
 }
 
 // applyJournalMode enforces the journal-mode rules: refuse WAL on a
@@ -453,7 +453,7 @@ func (s *Store) applyJournalMode(ctx context.Context) error {
 		return nil
 	case want == "wal":
 		if err := sqlitex.CheckWAL(s.version); err != nil {
-			return models.Wrap(models.ErrUnsupported, op, err, err.Error())
+			return errs.Wrap(ErrUnsupported, op, err, err.Error())
 		}
 		if s.cfg.ReadOnly {
 			s.journal = cur
@@ -611,7 +611,7 @@ func (s *Store) MigrationsPending(ctx context.Context) ([]string, error) {
 	}
 	ids, err := migrations.Pending(ctx, s.db.W)
 	if err != nil {
-		return nil, models.Wrap(models.ErrStorage, "migrations.pending", err, "")
+		return nil, errs.Wrap(ErrStorage, "migrations.pending", err, "")
 	}
 	return ids, nil
 }
@@ -620,7 +620,7 @@ func (s *Store) MigrationsPending(ctx context.Context) ([]string, error) {
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	v, err := migrations.FileVersion(s.db.R.WithContext(ctx))
 	if err != nil {
-		return 0, models.Wrap(models.ErrStorage, "schema_version", err, "")
+		return 0, errs.Wrap(ErrStorage, "schema_version", err, "")
 	}
 	return v, nil
 }

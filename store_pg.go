@@ -12,10 +12,10 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/hermesstate/hermesstate/hooks"
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
-	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -27,14 +27,14 @@ func (s *Store) openPostgres(ctx context.Context) error {
 	const op = "open"
 	cfg := s.cfg
 	if cfg.DSN == "" {
-		return models.Errorf(models.ErrInvalid, op, "the PostgreSQL driver needs a DSN (postgres://user@host:port/db)")
+		return errs.Errorf(ErrInvalid, op, "the PostgreSQL driver needs a DSN (postgres://user@host:port/db)")
 	}
 	if err := pgsql.CheckSchema(cfg.Schema); err != nil {
-		return models.Wrap(models.ErrInvalid, op, err, err.Error())
+		return errs.Wrap(ErrInvalid, op, err, err.Error())
 	}
 	pc, err := pgsql.ParseConfig(cfg.DSN, cfg.Schema)
 	if err != nil {
-		return models.Wrap(models.ErrInvalid, op, err, "cannot parse the PostgreSQL DSN "+pgsql.Redact(cfg.DSN))
+		return errs.Wrap(ErrInvalid, op, err, "cannot parse the PostgreSQL DSN "+pgsql.Redact(cfg.DSN))
 	}
 	pc.RuntimeParams["lock_timeout"] = fmt.Sprint(cfg.LockTimeout.Milliseconds())
 	if cfg.ReadOnly {
@@ -54,12 +54,12 @@ func (s *Store) openPostgres(ctx context.Context) error {
 	})
 	if err != nil {
 		_ = sqlDB.Close()
-		return models.Wrap(models.ErrStorage, op, err, "cannot open "+pgsql.Redact(cfg.DSN))
+		return errs.Wrap(ErrStorage, op, err, "cannot open "+pgsql.Redact(cfg.DSN))
 	}
 	s.db = &repo.DB{W: g, R: g, Dialect: repo.Postgres, Log: cfg.Logger, Budgets: map[sqlitex.Kind]time.Duration{
 		sqlitex.Routine: cfg.WriteBudgets.Routine, sqlitex.Transcript: cfg.WriteBudgets.Transcript, sqlitex.Activity: cfg.WriteBudgets.Activity}}
 	if err := g.WithContext(ctx).Raw("SHOW server_version").Scan(&s.version).Error; err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "cannot reach PostgreSQL at "+pgsql.Redact(cfg.DSN))
+		return errs.Wrap(ErrStorage, op, err, "cannot reach PostgreSQL at "+pgsql.Redact(cfg.DSN))
 	}
 	var collate string
 	if err := g.WithContext(ctx).Raw("SELECT datcollate FROM pg_database WHERE datname = current_database()").Scan(&collate).Error; err == nil {
@@ -74,12 +74,12 @@ func (s *Store) openPostgres(ctx context.Context) error {
 		// A schema of a newer Hermes is never migrated: read-only instead.
 		var has int64
 		if err := g.WithContext(ctx).Raw("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = 'schema_version'", cfg.Schema).Scan(&has).Error; err != nil {
-			return models.Wrap(models.ErrStorage, op, err, "cannot read the schema of "+pgsql.Redact(cfg.DSN))
+			return errs.Wrap(ErrStorage, op, err, "cannot read the schema of "+pgsql.Redact(cfg.DSN))
 		}
 		if has > 0 {
 			var fv sql.NullInt64
 			if err := g.WithContext(ctx).Raw("SELECT MAX(version) FROM " + pgsql.QuoteIdent(cfg.Schema) + ".schema_version").Scan(&fv).Error; err != nil {
-				return models.Wrap(models.ErrStorage, op, err, "cannot read the schema version of "+pgsql.Redact(cfg.DSN))
+				return errs.Wrap(ErrStorage, op, err, "cannot read the schema version of "+pgsql.Redact(cfg.DSN))
 			}
 			if fv.Valid && fv.Int64 > migrations.HermesSchemaVersion {
 				s.newer = int(fv.Int64)
@@ -94,7 +94,7 @@ func (s *Store) openPostgres(ctx context.Context) error {
 	}
 	if !cfg.ReadOnly && s.newer == 0 {
 		if err := hooks.Register(g); err != nil {
-			return models.Wrap(models.ErrStorage, op, err, "")
+			return errs.Wrap(ErrStorage, op, err, "")
 		}
 		if err := migrations.RunPostgres(ctx, g, cfg.Schema); err != nil {
 			return err
@@ -102,10 +102,10 @@ func (s *Store) openPostgres(ctx context.Context) error {
 	} else {
 		var n int64
 		if err := g.WithContext(ctx).Raw("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = 'sessions'", cfg.Schema).Scan(&n).Error; err != nil {
-			return models.Wrap(models.ErrStorage, op, err, "")
+			return errs.Wrap(ErrStorage, op, err, "")
 		}
 		if n == 0 {
-			return models.Errorf(models.ErrNotFound, op, "schema %s of %s holds no store", cfg.Schema, pgsql.Redact(cfg.DSN))
+			return errs.Errorf(ErrNotFound, op, "schema %s of %s holds no store", cfg.Schema, pgsql.Redact(cfg.DSN))
 		}
 	}
 	s.sessions = repo.NewSessions(s.db)

@@ -5,7 +5,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/hermesstate/hermesstate/migrations"
+	"github.com/hermesstate/hermesstate/internal/schemaref"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -14,7 +14,7 @@ import (
 // schema (parents before children).
 func Tables() []string {
 	var out []string
-	for _, st := range migrations.Schema() {
+	for _, st := range schemaref.Schema() {
 		if st.Kind == "table" {
 			out = append(out, st.Name)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/models"
 )
 
@@ -71,7 +72,7 @@ type delta struct{ messages, toolCalls int64 }
 
 // bumpCounters adds the inserted messages to their sessions' counters. A
 // message whose session row does not exist aborts the statement with
-// models.ErrNotFound.
+// errs.ErrNotFound.
 func bumpCounters(db *gorm.DB) {
 	if db.Error != nil || !isMessages(db) {
 		return
@@ -100,7 +101,7 @@ func bumpCounters(db *gorm.DB) {
 			return
 		}
 		if res.RowsAffected != 1 {
-			_ = db.AddError(models.Errorf(models.ErrNotFound, "messages.append", "session %q does not exist", sid))
+			_ = db.AddError(errs.Errorf(errs.ErrNotFound, "messages.append", "session %q does not exist", sid))
 			return
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/hermesstate/hermesstate/internal/schemaref"
 	"gorm.io/gorm"
 )
 
@@ -57,7 +58,7 @@ func qualifyLegacyFTSTriggers(tx *gorm.DB) error {
 		if s == tg.SQL {
 			continue
 		}
-		if err := tx.Exec(`DROP TRIGGER ` + quoteIdent(tg.Name)).Error; err != nil {
+		if err := tx.Exec(`DROP TRIGGER ` + schemaref.QuoteIdent(tg.Name)).Error; err != nil {
 			return err
 		}
 		if err := tx.Exec(s).Error; err != nil {

@@ -16,6 +16,11 @@
 //
 // The steps, their IDs and the Hermes version each maps to are in one
 // literal list, List (list.go), with the rules for changing it at its head.
+//
+// It offers Run (SQLite) and RunPostgres, Pending (what Run would apply),
+// FileVersion (a file's schema_version), List and the version constants;
+// hermesstate.Open calls Run itself. The v30 DDL it reconciles against is
+// internal/schemaref.
 package migrations
 
 import (
@@ -29,20 +34,25 @@ import (
 	"github.com/go-gormigrate/gormigrate/v2"
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/ftsql"
+	"github.com/hermesstate/hermesstate/internal/schemaref"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
-	"github.com/hermesstate/hermesstate/models"
 )
 
 // TableName is the gormigrate bookkeeping table.
 const TableName = "hermesstate_migrations"
 
-// IsPostgres reports whether tx talks to PostgreSQL.
-func IsPostgres(tx *gorm.DB) bool { return tx.Dialector.Name() == "postgres" }
+// HermesSchemaVersion is the Hermes schema version whose shape a file has
+// after our migrations ran: the value written to schema_version.
+const HermesSchemaVersion = 30
+
+// isPostgres reports whether tx talks to PostgreSQL.
+func isPostgres(tx *gorm.DB) bool { return tx.Dialector.Name() == "postgres" }
 
 // apply runs the dialect's variant of m.
 func (m Migration) apply(tx *gorm.DB) error {
-	if IsPostgres(tx) {
+	if isPostgres(tx) {
 		if m.Postgres != nil {
 			return m.Postgres(tx)
 		}
@@ -79,14 +89,14 @@ func Pending(ctx context.Context, db *gorm.DB) ([]string, error) {
 // Run applies every pending migration in one BEGIN IMMEDIATE transaction,
 // retrying lock errors with jitter for up to 20 s (concurrent openers). db
 // must be a writer whose BEGIN is IMMEDIATE. It returns an error wrapping
-// models.ErrBusy when the lock could not be had, or the failing step's error
+// errs.ErrBusy when the lock could not be had, or the failing step's error
 // (the file is then unchanged).
 func Run(ctx context.Context, db *gorm.DB) error {
 	pending, err := Pending(ctx, db)
 	if err == nil && len(pending) == 0 {
 		return nil
 	}
-	if IsPostgres(db) {
+	if isPostgres(db) {
 		return runPostgres(ctx, db)
 	}
 	steps := gormigrateSteps()
@@ -106,12 +116,12 @@ func Run(ctx context.Context, db *gorm.DB) error {
 	})
 	if err != nil {
 		if sqlitex.IsLock(err) {
-			return models.Wrap(models.ErrBusy, "migrate", err, fmt.Sprintf("another process held the write lock for %s (%d attempts)", res.Waited.Round(time.Millisecond), res.Attempts))
+			return errs.Wrap(errs.ErrBusy, "migrate", err, fmt.Sprintf("another process held the write lock for %s (%d attempts)", res.Waited.Round(time.Millisecond), res.Attempts))
 		}
 		if sqlitex.IsCorrupt(err) {
-			return models.Wrap(models.ErrCorrupt, "migrate", err, "the database file is damaged; run `hermes-state doctor`")
+			return errs.Wrap(errs.ErrCorrupt, "migrate", err, "the database file is damaged; run `hermes-state doctor`")
 		}
-		return models.Wrap(models.ErrUnsupported, "migrate", err, "")
+		return errs.Wrap(errs.ErrUnsupported, "migrate", err, "")
 	}
 	return nil
 }
@@ -123,7 +133,7 @@ func gormigrateSteps() []*gormigrate.Migration {
 		m := m
 		steps = append(steps, &gormigrate.Migration{ID: m.ID, Migrate: func(tx *gorm.DB) error {
 			if m.BelowVersion > 0 {
-				orig, err := AdoptedFromVersion(tx)
+				orig, err := adoptedFromVersion(tx)
 				if err != nil {
 					return err
 				}
@@ -158,7 +168,7 @@ func FileVersion(tx *gorm.DB) (int, error) {
 
 func hasTable(tx *gorm.DB, name string) bool {
 	var n int64
-	if IsPostgres(tx) {
+	if isPostgres(tx) {
 		tx.Raw("SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?", name).Scan(&n)
 		return n > 0
 	}
@@ -168,7 +178,7 @@ func hasTable(tx *gorm.DB, name string) bool {
 
 func hasIndex(tx *gorm.DB, name string) bool {
 	var n int64
-	if IsPostgres(tx) {
+	if isPostgres(tx) {
 		tx.Raw("SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ?", name).Scan(&n)
 		return n > 0
 	}
@@ -177,18 +187,18 @@ func hasIndex(tx *gorm.DB, name string) bool {
 }
 
 // fileColumns returns PRAGMA table_info of table in the file tx writes to.
-func fileColumns(tx *gorm.DB, table string) ([]Column, error) {
-	return tableInfo(tx.Statement.Context, tx.Statement.ConnPool, table)
+func fileColumns(tx *gorm.DB, table string) ([]schemaref.Column, error) {
+	return schemaref.TableInfo(tx.Statement.Context, tx.Statement.ConnPool, table)
 }
 
 // baseline brings any file to the v30 shape without rewriting rows.
 func baseline(tx *gorm.DB) error {
 	fresh := !hasTable(tx, "sessions")
-	ref, err := ReferenceColumns()
+	ref, err := schemaref.ReferenceColumns()
 	if err != nil {
 		return err
 	}
-	schema := Schema()
+	schema := schemaref.Schema()
 	for _, st := range schema {
 		if st.Kind == "table" {
 			if err := tx.Exec(st.SQL).Error; err != nil {
@@ -225,7 +235,7 @@ func baseline(tx *gorm.DB) error {
 			if present[strings.ToLower(c.Name)] {
 				continue
 			}
-			if err := tx.Exec("ALTER TABLE " + quoteIdent(st.Name) + " ADD COLUMN " + c.Decl()).Error; err != nil {
+			if err := tx.Exec("ALTER TABLE " + schemaref.QuoteIdent(st.Name) + " ADD COLUMN " + c.Decl()).Error; err != nil {
 				return fmt.Errorf("add column %s.%s: %w", st.Name, c.Name, err)
 			}
 		}
@@ -255,7 +265,7 @@ func baseline(tx *gorm.DB) error {
 	return ensureTitleIndex(tx, schema)
 }
 
-func pkColumns(cols []Column) []string {
+func pkColumns(cols []schemaref.Column) []string {
 	var out []string
 	for _, c := range cols {
 		if c.PK > 0 {
@@ -274,7 +284,7 @@ func pkColumns(cols []Column) []string {
 // another way, belongs to a schema we do not know (a newer Hermes), and
 // recreating it with our key would merge rows that differ only in the
 // columns we lack (INSERT OR IGNORE) and drop those columns.
-func rebuildIfKeyDiffers(tx *gorm.DB, table string, ref []Column) error {
+func rebuildIfKeyDiffers(tx *gorm.DB, table string, ref []schemaref.Column) error {
 	have, err := fileColumns(tx, table)
 	if err != nil {
 		return err
@@ -283,7 +293,7 @@ func rebuildIfKeyDiffers(tx *gorm.DB, table string, ref []Column) error {
 		return nil
 	}
 	var create string
-	for _, st := range Schema() {
+	for _, st := range schemaref.Schema() {
 		if st.Kind == "table" && st.Name == table {
 			create = st.SQL
 		}
@@ -297,7 +307,7 @@ func rebuildIfKeyDiffers(tx *gorm.DB, table string, ref []Column) error {
 	var cols []string
 	stmts := []string{"DROP TABLE IF EXISTS " + tmp, create}
 	for _, c := range have {
-		cols = append(cols, quoteIdent(c.Name))
+		cols = append(cols, schemaref.QuoteIdent(c.Name))
 		if !refSet[strings.ToLower(c.Name)] {
 			// A column of the file's own: kept, after ours.
 			extra := c
@@ -310,9 +320,9 @@ func rebuildIfKeyDiffers(tx *gorm.DB, table string, ref []Column) error {
 	}
 	list := strings.Join(cols, ", ")
 	stmts = append(stmts,
-		"INSERT OR IGNORE INTO "+tmp+" ("+list+") SELECT "+list+" FROM "+quoteIdent(table)+" ORDER BY rowid",
-		"DROP TABLE "+quoteIdent(table),
-		"ALTER TABLE "+tmp+" RENAME TO "+quoteIdent(table))
+		"INSERT OR IGNORE INTO "+tmp+" ("+list+") SELECT "+list+" FROM "+schemaref.QuoteIdent(table)+" ORDER BY rowid",
+		"DROP TABLE "+schemaref.QuoteIdent(table),
+		"ALTER TABLE "+tmp+" RENAME TO "+schemaref.QuoteIdent(table))
 	for _, q := range stmts {
 		if err := tx.Exec(q).Error; err != nil {
 			return fmt.Errorf("rebuild %s: %w", table, err)
@@ -343,7 +353,7 @@ func keyNarrower(have, ref []string) bool {
 // ensureTitleIndex creates idx_sessions_title_unique; when duplicate titles
 // exist, the older duplicates (lower rowid) lose their title first, as
 // Hermes does.
-func ensureTitleIndex(tx *gorm.DB, schema []Statement) error {
+func ensureTitleIndex(tx *gorm.DB, schema []schemaref.Statement) error {
 	if hasIndex(tx, "idx_sessions_title_unique") {
 		return nil
 	}
@@ -360,9 +370,9 @@ func ensureTitleIndex(tx *gorm.DB, schema []Statement) error {
 	return errors.New("embedded schema lacks idx_sessions_title_unique")
 }
 
-// AdoptedFromVersion returns the schema_version the file had when the
+// adoptedFromVersion returns the schema_version the file had when the
 // baseline first ran on it (recorded in state_meta).
-func AdoptedFromVersion(tx *gorm.DB) (int, error) {
+func adoptedFromVersion(tx *gorm.DB) (int, error) {
 	var v sql.NullString
 	if err := tx.Raw("SELECT value FROM state_meta WHERE key = 'hermesstate_adopted_from_version'").Scan(&v).Error; err != nil {
 		return 0, err

@@ -12,7 +12,7 @@ import (
 
 	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
-	"github.com/hermesstate/hermesstate/migrations"
+	"github.com/hermesstate/hermesstate/internal/schemaref"
 )
 
 // TestPostgresSchemaMatchesSQLite: the PostgreSQL tables have the SQLite v30
@@ -24,7 +24,7 @@ func TestPostgresSchemaMatchesSQLite(t *testing.T) {
 	db, err := sql.Open("pgx", storetest.PostgresDSN(t, st))
 	require.NoError(t, err)
 	defer db.Close()
-	ref, err := migrations.ReferenceColumns()
+	ref, err := schemaref.ReferenceColumns()
 	require.NoError(t, err)
 	typeMap := map[string]string{"TEXT": "text", "INTEGER": "bigint", "REAL": "double precision", "BLOB": "bytea"}
 	for _, table := range hs.Tables() {
@@ -81,7 +81,7 @@ func TestPostgresSchemaMatchesSQLite(t *testing.T) {
 		require.Equal(t, wantPK, pk, "%s primary key", table)
 	}
 	var wantIdx, wantTrg []string
-	for _, s := range migrations.Schema() {
+	for _, s := range schemaref.Schema() {
 		switch s.Kind {
 		case "index":
 			wantIdx = append(wantIdx, s.Name)

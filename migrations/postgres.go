@@ -10,17 +10,17 @@ import (
 	"github.com/go-gormigrate/gormigrate/v2"
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
-	"github.com/hermesstate/hermesstate/models"
 )
 
 //go:embed schema_v30_pg.sql
 var schemaV30PG string
 
-// SchemaPostgres returns the statements of the embedded PostgreSQL v30
+// schemaPostgres returns the statements of the embedded PostgreSQL v30
 // schema (schema_v30_pg.sql) in order.
-func SchemaPostgres() []string {
+func schemaPostgres() []string {
 	var out []string
 	for _, part := range strings.Split(schemaV30PG, "\n-- ;") {
 		var lines []string
@@ -37,20 +37,20 @@ func SchemaPostgres() []string {
 	return out
 }
 
-// MigrateLockTimeout bounds the wait for another host's migration of the
+// migrateLockTimeout bounds the wait for another host's migration of the
 // same schema.
-var MigrateLockTimeout = 60 * time.Second
+var migrateLockTimeout = 60 * time.Second
 
 // RunPostgres creates schema if needed and applies every pending migration
 // to it in one transaction that first takes a transaction-scoped advisory
 // lock keyed by the schema name, so several hosts starting at once migrate
 // it once: the others wait on the lock, then find nothing to do. db's
 // search_path must start with schema. It returns an error wrapping
-// models.ErrBusy when the lock was not had within MigrateLockTimeout, or the
+// errs.ErrBusy when the lock was not had within migrateLockTimeout, or the
 // failing step's error (the schema is then unchanged).
 func RunPostgres(ctx context.Context, db *gorm.DB, schema string) error {
 	if err := pgsql.CheckSchema(schema); err != nil {
-		return models.Wrap(models.ErrInvalid, "migrate", err, err.Error())
+		return errs.Wrap(errs.ErrInvalid, "migrate", err, err.Error())
 	}
 	steps := gormigrateSteps()
 	opts := *gormigrate.DefaultOptions
@@ -58,7 +58,7 @@ func RunPostgres(ctx context.Context, db *gorm.DB, schema string) error {
 	opts.UseTransaction = false // the surrounding transaction is the one
 	res, err := sqlitex.RetryIf(ctx, 20*time.Second, pgsql.IsRetryable, func() error {
 		return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			if err := tx.Exec(fmt.Sprintf("SET LOCAL lock_timeout = %d", MigrateLockTimeout.Milliseconds())).Error; err != nil {
+			if err := tx.Exec(fmt.Sprintf("SET LOCAL lock_timeout = %d", migrateLockTimeout.Milliseconds())).Error; err != nil {
 				return err
 			}
 			if err := tx.Exec("SELECT pg_advisory_xact_lock(?, hashtext(?))", pgsql.LockClassMigrate, schema).Error; err != nil {
@@ -72,9 +72,9 @@ func RunPostgres(ctx context.Context, db *gorm.DB, schema string) error {
 	})
 	if err != nil {
 		if pgsql.IsBusy(err) {
-			return models.Wrap(models.ErrBusy, "migrate", err, fmt.Sprintf("another host held the migration lock of schema %s for %s (%d attempts)", schema, res.Waited.Round(time.Millisecond), res.Attempts))
+			return errs.Wrap(errs.ErrBusy, "migrate", err, fmt.Sprintf("another host held the migration lock of schema %s for %s (%d attempts)", schema, res.Waited.Round(time.Millisecond), res.Attempts))
 		}
-		return models.Wrap(models.ErrUnsupported, "migrate", err, "migrating PostgreSQL schema "+schema+" failed")
+		return errs.Wrap(errs.ErrUnsupported, "migrate", err, "migrating PostgreSQL schema "+schema+" failed")
 	}
 	return nil
 }
@@ -84,10 +84,10 @@ func RunPostgres(ctx context.Context, db *gorm.DB, schema string) error {
 func runPostgres(ctx context.Context, db *gorm.DB) error {
 	var schema string
 	if err := db.WithContext(ctx).Raw("SELECT current_schema()").Scan(&schema).Error; err != nil {
-		return models.Wrap(models.ErrStorage, "migrate", err, "")
+		return errs.Wrap(errs.ErrStorage, "migrate", err, "")
 	}
 	if schema == "" {
-		return models.Errorf(models.ErrInvalid, "migrate", "no schema of the search_path exists; configure one")
+		return errs.Errorf(errs.ErrInvalid, "migrate", "no schema of the search_path exists; configure one")
 	}
 	return RunPostgres(ctx, db, schema)
 }
@@ -96,7 +96,7 @@ func runPostgres(ctx context.Context, db *gorm.DB) error {
 // schema. Hermes files never live in PostgreSQL, so there is no column
 // reconciliation: the copy tool loads rows already brought to v30.
 func baselinePostgres(tx *gorm.DB) error {
-	for _, st := range SchemaPostgres() {
+	for _, st := range schemaPostgres() {
 		if err := tx.Exec(st).Error; err != nil {
 			head := st
 			if i := strings.IndexByte(head, '\n'); i > 0 {

@@ -34,10 +34,6 @@ RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         || ' ' || regexp_replace(COALESCE(tool_calls, ''), '[^[:alnum:]]+', ' ', 'g'))
 $$`
 
-// PGWordDoc is the SQL expression of a message's word document (alias m),
-// matching the expression index.
-const PGWordDoc = "hs_fts_tsv(m.role, m.content, m.tool_name, m.tool_calls)"
-
 func postgresSearchObjects(tx *gorm.DB) error {
 	if err := tx.Exec("SELECT pg_advisory_xact_lock(?, 0)", pgsql.LockClassDatabase).Error; err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"gorm.io/gorm/schema"
 )
 
@@ -21,12 +22,12 @@ type JSON []byte
 // JSON at all: Hermes stores a string value of reasoning_details as given.
 type JSONText []byte
 
-// JSONOf marshals v into a JSON value. It returns an ErrInvalid error when v
+// JSONOf marshals v into a JSON value. It returns an errs.ErrInvalid error when v
 // cannot be marshalled.
 func JSONOf(v any) (JSON, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, Wrap(ErrInvalid, "json", err, "value cannot be encoded as JSON")
+		return nil, errs.Wrap(errs.ErrInvalid, "json", err, "value cannot be encoded as JSON")
 	}
 	return JSON(b), nil
 }
@@ -190,7 +191,7 @@ func (PyJSONSerializer) Value(ctx context.Context, field *schema.Field, dst refl
 		}
 		b, err := PyJSON(v)
 		if err != nil {
-			return nil, Wrap(ErrInvalid, "json", err, "column "+field.DBName+" does not hold valid JSON")
+			return nil, errs.Wrap(errs.ErrInvalid, "json", err, "column "+field.DBName+" does not hold valid JSON")
 		}
 		return string(b), nil
 	case JSONText:
@@ -202,7 +203,7 @@ func (PyJSONSerializer) Value(ctx context.Context, field *schema.Field, dst refl
 		}
 		b, err := PyJSON(v)
 		if err != nil {
-			return nil, Wrap(ErrInvalid, "json", err, "column "+field.DBName+" does not hold valid JSON")
+			return nil, errs.Wrap(errs.ErrInvalid, "json", err, "column "+field.DBName+" does not hold valid JSON")
 		}
 		return string(b), nil
 	case nil:
@@ -210,7 +211,7 @@ func (PyJSONSerializer) Value(ctx context.Context, field *schema.Field, dst refl
 	}
 	b, err := PyDumps(fieldValue)
 	if err != nil {
-		return nil, Wrap(ErrInvalid, "json", err, "column "+field.DBName+" cannot be encoded")
+		return nil, errs.Wrap(errs.ErrInvalid, "json", err, "column "+field.DBName+" cannot be encoded")
 	}
 	if jsonFalsy(b) {
 		return nil, nil

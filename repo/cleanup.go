@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
@@ -203,7 +204,7 @@ func (r *cleanupRepo) Delete(ctx context.Context, id string) ([]string, error) {
 			return err
 		}
 		if !ok {
-			return models.Errorf(models.ErrNotFound, op, "session %q does not exist", id)
+			return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
 		}
 		kids, err := r.db.delegateChildren(tx, []string{id})
 		if err != nil {
@@ -230,7 +231,7 @@ func (r *cleanupRepo) ClearMessages(ctx context.Context, id string) (int64, erro
 			return err
 		}
 		if !ok {
-			return models.Errorf(models.ErrNotFound, op, "session %q does not exist", id)
+			return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
 		}
 		res := tx.Exec("DELETE FROM messages WHERE session_id = ?", id)
 		if res.Error != nil {
@@ -273,7 +274,7 @@ func (d *DB) pruneWhere(source string) string {
 func (r *cleanupRepo) Prune(ctx context.Context, opt PruneOptions) (PruneResult, error) {
 	const op = "cleanup.prune"
 	if opt.OlderThan < 0 {
-		return PruneResult{}, models.Errorf(models.ErrInvalid, op, "older-than must not be negative")
+		return PruneResult{}, errs.Errorf(errs.ErrInvalid, op, "older-than must not be negative")
 	}
 	if opt.OlderThan == 0 {
 		opt.OlderThan = DefaultRetention
@@ -356,7 +357,7 @@ func (r *cleanupRepo) pages(ctx context.Context) (VacuumResult, error) {
 func (r *cleanupRepo) Vacuum(ctx context.Context, force bool) (VacuumResult, error) {
 	const op = "cleanup.vacuum"
 	if r.db.Dialect != SQLite {
-		return VacuumResult{}, models.Errorf(models.ErrUnsupported, op, "VACUUM is managed by the PostgreSQL server")
+		return VacuumResult{}, errs.Errorf(errs.ErrUnsupported, op, "VACUUM is managed by the PostgreSQL server")
 	}
 	if err := r.db.CheckWritable(op); err != nil {
 		return VacuumResult{}, err
@@ -395,22 +396,22 @@ const BackupTempPrefix = ".hermesstate-backup-"
 func (r *cleanupRepo) Backup(ctx context.Context, path string) error {
 	const op = "cleanup.backup"
 	if r.db.Dialect != SQLite {
-		return models.Errorf(models.ErrUnsupported, op, "use pg_dump to back up a PostgreSQL store")
+		return errs.Errorf(errs.ErrUnsupported, op, "use pg_dump to back up a PostgreSQL store")
 	}
 	if path == "" {
-		return models.Errorf(models.ErrInvalid, op, "backup path is empty")
+		return errs.Errorf(errs.ErrInvalid, op, "backup path is empty")
 	}
 	if err := checkText(op, "path", path); err != nil {
 		return err
 	}
 	if _, err := os.Lstat(path); err == nil {
-		return models.Errorf(models.ErrConflict, op, "%s already exists; choose a new file", path)
+		return errs.Errorf(errs.ErrConflict, op, "%s already exists; choose a new file", path)
 	}
 	dir := filepath.Dir(path)
 	safefile.RemoveStale(dir, BackupTempPrefix)
 	tmp, err := safefile.CreateTemp(dir, BackupTempPrefix)
 	if err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "cannot write in "+dir+": "+sqlitex.Describe(err))
+		return errs.Wrap(errs.ErrStorage, op, err, "cannot write in "+dir+": "+sqlitex.Describe(err))
 	}
 	done := false
 	defer func() {
@@ -425,13 +426,13 @@ func (r *cleanupRepo) Backup(ctx context.Context, path string) error {
 		return mapErr(op, err)
 	}
 	if err := checkBackup(ctx, tmp); err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "the backup written to "+dir+" does not read back whole: "+err.Error())
+		return errs.Wrap(errs.ErrStorage, op, err, "the backup written to "+dir+" does not read back whole: "+err.Error())
 	}
 	if err := safefile.Publish(tmp, path); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return models.Errorf(models.ErrConflict, op, "%s already exists; choose a new file", path)
+			return errs.Errorf(errs.ErrConflict, op, "%s already exists; choose a new file", path)
 		}
-		return models.Wrap(models.ErrStorage, op, err, "cannot name the backup "+path+": "+sqlitex.Describe(err))
+		return errs.Wrap(errs.ErrStorage, op, err, "cannot name the backup "+path+": "+sqlitex.Describe(err))
 	}
 	done = true
 	return nil

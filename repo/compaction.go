@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -234,7 +235,7 @@ func (r *compactionRepo) ArchiveAndCompact(ctx context.Context, sid string, msgs
 		var merged any
 		if opt.ModelConfigPatch != nil {
 			if merged, err = mergeModelConfig(s.ModelConfig, opt.ModelConfigPatch); err != nil {
-				return models.Wrap(models.ErrInvalid, op, err, "model_config patch cannot be encoded as JSON")
+				return errs.Wrap(errs.ErrInvalid, op, err, "model_config patch cannot be encoded as JSON")
 			}
 		}
 		tailIDs, tailTools, err := archiveForCompaction(tx, sid, opt)
@@ -274,14 +275,14 @@ func checkCompactArgs(op, sid string, opt CompactOptions) error {
 		return err
 	}
 	if opt.TailCount < 0 || (opt.Watermark != nil && *opt.Watermark < 0) {
-		return models.Errorf(models.ErrInvalid, op, "tail_count and watermark must not be negative")
+		return errs.Errorf(errs.ErrInvalid, op, "tail_count and watermark must not be negative")
 	}
 	if err := checkText(op, "lock_holder", opt.LockHolder); err != nil {
 		return err
 	}
 	if opt.ModelConfigPatch != nil {
 		if _, err := json.Marshal(opt.ModelConfigPatch); err != nil {
-			return models.Wrap(models.ErrInvalid, op, err, "model_config patch cannot be encoded as JSON")
+			return errs.Wrap(errs.ErrInvalid, op, err, "model_config patch cannot be encoded as JSON")
 		}
 	}
 	return nil
@@ -302,7 +303,7 @@ func checkCompressionLease(op string, tx *gorm.DB, sid, holder string) error {
 		return err
 	}
 	if len(locks) == 0 || locks[0].Holder != holder || locks[0].ExpiresAt <= float64(models.Now()) {
-		return models.Errorf(models.ErrConflict, op, "the compression lease of session %q was lost before commit; nothing was written", sid)
+		return errs.Errorf(errs.ErrConflict, op, "the compression lease of session %q was lost before commit; nothing was written", sid)
 	}
 	return nil
 }
@@ -436,7 +437,7 @@ func conversationWith(ctx context.Context, db *DB, op, sid string, opt Conversat
 			return nil, err
 		}
 		if !ok {
-			return nil, models.Errorf(models.ErrNotFound, op, "session %q does not exist", sid)
+			return nil, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sid)
 		}
 		ids := []string{sid}
 		if opt.IncludeAncestors {
@@ -463,7 +464,7 @@ func (r *compactionRepo) ResumeConversations(ctx context.Context, sid string) ([
 			return nil, err
 		}
 		if !ok {
-			return nil, models.Errorf(models.ErrNotFound, op, "session %q does not exist", sid)
+			return nil, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sid)
 		}
 		ids, err := resumeLineage(tx, sid)
 		if err != nil {

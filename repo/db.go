@@ -16,9 +16,9 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
-	"github.com/hermesstate/hermesstate/models"
 )
 
 // Dialect names the SQL database behind a DB.
@@ -45,7 +45,7 @@ type DB struct {
 	// Budgets overrides the retry budget per kind (zero = the kind's default).
 	Budgets map[sqlitex.Kind]time.Duration
 	// ReadOnly, when not empty, makes every write fail with
-	// models.ErrUnsupported and this message (the store was opened
+	// errs.ErrUnsupported and this message (the store was opened
 	// read-only, or the file's schema is newer than ours).
 	ReadOnly string
 	// WriteLock, when set, is taken around every write transaction on
@@ -71,7 +71,7 @@ type DB struct {
 	onClose []func()
 }
 
-// MarkClosed makes every later call fail with models.ErrClosed, then runs
+// MarkClosed makes every later call fail with errs.ErrClosed, then runs
 // the functions registered with OnClose (the Append group committer waits
 // there for the group in flight), so that the caller may close the
 // handles once it returns.
@@ -124,20 +124,20 @@ func (d *DB) budget(k sqlitex.Kind) time.Duration {
 // within the budget of kind; a disk I/O error raised by BEGIN itself is
 // retried once.
 //
-// It returns fn's error mapped to a *models.Error: ErrBusy wrapping the last
+// It returns fn's error mapped to a *errs.Error: ErrBusy wrapping the last
 // lock error when the budget ran out (and a warning is logged with how long
 // the write waited), ErrCorrupt when the file is damaged (every later write
 // then fails fast), ErrClosed after Close, the context's error when ctx
 // ends. fn may run more than once; it must not keep state between attempts.
 func (d *DB) Write(ctx context.Context, kind sqlitex.Kind, op string, fn func(tx *gorm.DB) error) error {
 	if d.closed.Load() {
-		return models.Errorf(models.ErrClosed, op, "the store is closed")
+		return errs.Errorf(errs.ErrClosed, op, "the store is closed")
 	}
 	if d.ReadOnly != "" {
-		return models.Errorf(models.ErrUnsupported, op, "%s", d.ReadOnly)
+		return errs.Errorf(errs.ErrUnsupported, op, "%s", d.ReadOnly)
 	}
 	if c := d.Corrupt(); c != nil {
-		return models.Wrap(models.ErrCorrupt, op, c, "an earlier write found the database file damaged; run `hermes-state doctor`")
+		return errs.Wrap(errs.ErrCorrupt, op, c, "an earlier write found the database file damaged; run `hermes-state doctor`")
 	}
 	budget := d.budget(kind)
 	deadline := time.Now().Add(budget)
@@ -153,7 +153,7 @@ func (d *DB) Write(ctx context.Context, kind sqlitex.Kind, op string, fn func(tx
 			if d.Dialect == Postgres {
 				what = "other transactions held the locks this write needs (or kept failing it with deadlocks or serialization failures)"
 			}
-			return models.Wrap(models.ErrBusy, op, err, fmt.Sprintf(
+			return errs.Wrap(errs.ErrBusy, op, err, fmt.Sprintf(
 				"%s for %s (%d attempts, %s budget of %s); the write was not saved",
 				what, waited, res.Attempts, kind, budget))
 		}
@@ -236,7 +236,7 @@ func (d *DB) Writes() int64 { return d.writes.Load() }
 func Read[T any](ctx context.Context, d *DB, op string, fn func(tx *gorm.DB) (T, error)) (T, error) {
 	var zero T
 	if d.closed.Load() {
-		return zero, models.Errorf(models.ErrClosed, op, "the store is closed")
+		return zero, errs.Errorf(errs.ErrClosed, op, "the store is closed")
 	}
 	var out T
 	_, err := sqlitex.RetryIf(ctx, 5*time.Second, d.retryable(), func() error {
@@ -279,7 +279,7 @@ func (d *DB) readInterruptible(ctx context.Context, fn func(tx *gorm.DB) error) 
 // op, or nil.
 func (d *DB) CheckWritable(op string) error {
 	if d.ReadOnly != "" {
-		return models.Errorf(models.ErrUnsupported, op, "%s", d.ReadOnly)
+		return errs.Errorf(errs.ErrUnsupported, op, "%s", d.ReadOnly)
 	}
 	return nil
 }
@@ -288,7 +288,7 @@ func (d *DB) CheckWritable(op string) error {
 // with a SchemaHint says which command upgrades the file.
 func (d *DB) mapReadErr(op string, err error) error {
 	if d.SchemaHint != "" && isSchemaErr(err) {
-		return models.Wrap(models.ErrUnsupported, op, err, d.SchemaHint)
+		return errs.Wrap(errs.ErrUnsupported, op, err, d.SchemaHint)
 	}
 	return mapErr(op, err)
 }
@@ -296,7 +296,7 @@ func (d *DB) mapReadErr(op string, err error) error {
 // isSchemaErr reports whether err is SQLite's "no such table/column"
 // (SQLITE_ERROR, raised when a statement is compiled).
 func isSchemaErr(err error) bool {
-	var me *models.Error
+	var me *errs.Error
 	if errors.As(err, &me) {
 		return false
 	}
@@ -304,13 +304,13 @@ func isSchemaErr(err error) bool {
 	return strings.Contains(msg, "no such column") || strings.Contains(msg, "no such table")
 }
 
-// mapErr turns any error into a *models.Error without leaking SQL text into
+// mapErr turns any error into a *errs.Error without leaking SQL text into
 // the message (the cause stays reachable through errors.As/Unwrap).
 func mapErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var me *models.Error
+	var me *errs.Error
 	if errors.As(err, &me) {
 		return err
 	}
@@ -318,21 +318,21 @@ func mapErr(op string, err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	case errors.Is(err, gorm.ErrRecordNotFound):
-		return models.Wrap(models.ErrNotFound, op, err, "no such row")
+		return errs.Wrap(errs.ErrNotFound, op, err, "no such row")
 	case sqlitex.IsLock(err):
-		return models.Wrap(models.ErrBusy, op, err, "database is locked")
+		return errs.Wrap(errs.ErrBusy, op, err, "database is locked")
 	case sqlitex.IsCorrupt(err):
-		return models.Wrap(models.ErrCorrupt, op, err, "the database file is damaged; run `hermes-state doctor`")
+		return errs.Wrap(errs.ErrCorrupt, op, err, "the database file is damaged; run `hermes-state doctor`")
 	case pgsql.IsBusy(err):
-		return models.Wrap(models.ErrBusy, op, err, "a lock was not granted in time")
+		return errs.Wrap(errs.ErrBusy, op, err, "a lock was not granted in time")
 	case pgsql.IsInvalidText(err):
-		return models.Wrap(models.ErrInvalid, op, err, "the server refused a text value")
+		return errs.Wrap(errs.ErrInvalid, op, err, "the server refused a text value")
 	case pgsql.IsConnection(err):
-		return models.Wrap(models.ErrStorage, op, err, "cannot reach the PostgreSQL server")
+		return errs.Wrap(errs.ErrStorage, op, err, "cannot reach the PostgreSQL server")
 	case isConstraint(err):
-		return models.Wrap(models.ErrConflict, op, err, "the write conflicts with existing data")
+		return errs.Wrap(errs.ErrConflict, op, err, "the write conflicts with existing data")
 	}
-	return models.Wrap(models.ErrStorage, op, err, "storage failure")
+	return errs.Wrap(errs.ErrStorage, op, err, "storage failure")
 }
 
 func isConstraint(err error) bool {

@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -137,7 +138,7 @@ func (r *portRepo) exportIDs(ctx context.Context, op string, f ExportFilter, ids
 					return nil, err
 				}
 				if len(refs) == 0 {
-					return nil, models.Errorf(models.ErrNotFound, op, "session %q does not exist", id)
+					return nil, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
 				}
 				out = append(out, refs[0])
 			}
@@ -297,7 +298,7 @@ func exportErr(op string, err error) error {
 		return nil
 	}
 	if errorsAs(err, &we) {
-		return models.Wrap(models.ErrStorage, op, we.err, "cannot write the export: "+we.err.Error())
+		return errs.Wrap(errs.ErrStorage, op, we.err, "cannot write the export: "+we.err.Error())
 	}
 	return err
 }
@@ -387,10 +388,10 @@ func (r *portRepo) Import(ctx context.Context, rd io.Reader, p Progress) (Import
 		}
 		line++
 		if err != nil {
-			return res, models.Wrap(models.ErrInvalid, op, err, fmt.Sprintf("session %d: not JSON", line))
+			return res, errs.Wrap(errs.ErrInvalid, op, err, fmt.Sprintf("session %d: not JSON", line))
 		}
 		if d, ok := tok.(json.Delim); !ok || d != '{' {
-			return res, models.Errorf(models.ErrInvalid, op, "session %d: expected a JSON object", line)
+			return res, errs.Errorf(errs.ErrInvalid, op, "session %d: expected a JSON object", line)
 		}
 		if err := r.importOne(ctx, op, dec, line, pending, &res); err != nil {
 			return res, err
@@ -436,7 +437,7 @@ type importMsg struct {
 // message by message without being kept.
 func (r *portRepo) importOne(ctx context.Context, op string, dec *json.Decoder, line int64, pending map[string]string, res *ImportResult) error {
 	bad := func(err error, what string) error {
-		return models.Wrap(models.ErrInvalid, op, err, fmt.Sprintf("session %d: %s", line, what))
+		return errs.Wrap(errs.ErrInvalid, op, err, fmt.Sprintf("session %d: %s", line, what))
 	}
 	fields := map[string]json.RawMessage{}
 	var sess *models.Session
@@ -644,7 +645,7 @@ func insertImportedMessages(tx *gorm.DB, sessionID string, rows []importMsg) err
 		m := &rows[i]
 		vals, err := importValues(sessionID, m)
 		if err != nil {
-			return models.Wrap(models.ErrInvalid, "import", err, fmt.Sprintf("message %d: bad JSON column", m.ID))
+			return errs.Wrap(errs.ErrInvalid, "import", err, fmt.Sprintf("message %d: bad JSON column", m.ID))
 		}
 		if m.ID > 0 && !taken[m.ID] {
 			taken[m.ID] = true

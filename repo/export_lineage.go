@@ -5,6 +5,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/models"
 )
 
@@ -103,7 +104,7 @@ func (r *portRepo) Lineage(ctx context.Context, id string) (*ExportedLineage, er
 			return nil, err
 		}
 		if len(ids) == 0 {
-			return nil, models.Errorf(models.ErrNotFound, op, "session %q does not exist", id)
+			return nil, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
 		}
 		out := &ExportedLineage{Segments: []ExportedSession{}, LineageSessionIDs: []string{}}
 		var all []models.Message
@@ -128,7 +129,7 @@ func (r *portRepo) Lineage(ctx context.Context, id string) (*ExportedLineage, er
 			all = append(all, ms...)
 		}
 		if len(out.Segments) == 0 {
-			return nil, models.Errorf(models.ErrNotFound, op, "session %q does not exist", id)
+			return nil, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
 		}
 		last := out.Segments[len(out.Segments)-1]
 		out.ExportedSession = ExportedSession{Session: last.Session, Messages: append([]models.Message{}, all...)}
@@ -148,7 +149,7 @@ func (r *lineageRepo) CompressionLineage(ctx context.Context, id string) ([]stri
 			return nil, err
 		}
 		if len(ids) == 0 {
-			return nil, models.Errorf(models.ErrNotFound, op, "session %q does not exist", id)
+			return nil, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
 		}
 		return ids, nil
 	})

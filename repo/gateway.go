@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -118,10 +119,10 @@ func (r *gatewayRepo) ReplaceRoutingEntries(ctx context.Context, scope string, e
 		}
 		var obj map[string]json.RawMessage
 		if json.Unmarshal([]byte(v), &obj) != nil || obj == nil {
-			return models.Errorf(models.ErrInvalid, op, "the entry of %q is not a JSON object", k)
+			return errs.Errorf(errs.ErrInvalid, op, "the entry of %q is not a JSON object", k)
 		}
 		if len(v) > MaxContentBytes {
-			return models.Errorf(models.ErrInvalid, op, "the entry of %q is %d bytes; the limit is %d", k, len(v), MaxContentBytes)
+			return errs.Errorf(errs.ErrInvalid, op, "the entry of %q is %d bytes; the limit is %d", k, len(v), MaxContentBytes)
 		}
 		rows = append(rows, models.GatewayRouting{Scope: scope, SessionKey: k, EntryJSON: models.JSON(v), UpdatedAt: now})
 	}
@@ -280,7 +281,7 @@ func (r *gatewayRepo) SetExpiryFinalized(ctx context.Context, sid string, finali
 	return r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
 		res := tx.Exec("UPDATE sessions SET expiry_finalized = ? WHERE id = ?", v, sid)
 		if res.Error == nil && res.RowsAffected == 0 {
-			return models.Errorf(models.ErrNotFound, op, "session %q does not exist", sid)
+			return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sid)
 		}
 		return res.Error
 	})
@@ -349,7 +350,7 @@ const neverActiveSQL = `SELECT s.id, s.session_key, s.source, s.chat_id, s.chat_
 
 func neverActiveCutoff(op string, olderThan time.Duration) (float64, error) {
 	if olderThan < 0 {
-		return 0, models.Errorf(models.ErrInvalid, op, "older-than must not be negative (a future cutoff would match every never-active keyed session)")
+		return 0, errs.Errorf(errs.ErrInvalid, op, "older-than must not be negative (a future cutoff would match every never-active keyed session)")
 	}
 	return float64(models.EpochOf(time.Now().Add(-olderThan))), nil
 }

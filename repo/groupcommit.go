@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -96,7 +97,7 @@ func (g *committer) submit(c *appendCall) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return models.Errorf(models.ErrClosed, c.op, "the store is closed")
+		return errs.Errorf(errs.ErrClosed, c.op, "the store is closed")
 	}
 	g.queue = append(g.queue, c)
 	if !g.running {
@@ -194,7 +195,7 @@ func (g *committer) commit(batch []*appendCall) {
 			}
 		}
 		return
-	case len(batch) == 1, errors.Is(err, models.ErrBusy), errors.Is(err, models.ErrClosed), errors.Is(err, models.ErrCorrupt):
+	case len(batch) == 1, errors.Is(err, errs.ErrBusy), errors.Is(err, errs.ErrClosed), errors.Is(err, errs.ErrCorrupt):
 		// The same answer for every call.
 		for _, c := range batch {
 			c.finish(0, err)
@@ -303,7 +304,7 @@ func (r *messageRepo) insertGroup(tx *gorm.DB, op string, batch []*appendCall) (
 func checkAppendableMany(tx *gorm.DB, op string, sids []string) (map[string]error, error) {
 	if len(sids) == 1 {
 		if err := checkAppendable(tx, op, sids[0]); err != nil {
-			var me *models.Error
+			var me *errs.Error
 			if errors.As(err, &me) {
 				return map[string]error{sids[0]: err}, nil
 			}
@@ -333,11 +334,11 @@ func checkAppendableMany(tx *gorm.DB, op string, sids []string) (map[string]erro
 	for _, sid := range sids {
 		i, ok := found[sid]
 		if !ok {
-			add(sid, models.Errorf(models.ErrNotFound, op, "session %q does not exist", sid))
+			add(sid, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sid))
 			continue
 		}
 		if s := rows[i]; s.EndReason != nil && *s.EndReason == "compression" && s.EndedAt != nil {
-			add(sid, models.Errorf(models.ErrConflict, op, "session %q was ended by compression; append to its continuation", sid))
+			add(sid, errs.Errorf(errs.ErrConflict, op, "session %q was ended by compression; append to its continuation", sid))
 		}
 	}
 	return out, nil

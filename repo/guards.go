@@ -7,6 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/models"
 )
 
@@ -82,7 +83,7 @@ func turnLeaseKey(tx *gorm.DB, sid string) (string, error) {
 	return cur.ID, nil
 }
 
-func isNotFound(err error) bool { return errors.Is(err, models.ErrNotFound) }
+func isNotFound(err error) bool { return errors.Is(err, errs.ErrNotFound) }
 
 // mutationGuards refuses (ErrConflict) a destructive mutation of sid while
 // another writer holds its compression lock or its conversation's turn
@@ -99,7 +100,7 @@ func mutationGuards(tx *gorm.DB, op, sid string) error {
 	}
 	if len(locks) > 0 {
 		if locks[0].ExpiresAt > now {
-			return models.Errorf(models.ErrConflict, op, "session %q is being compressed by another writer", sid)
+			return errs.Errorf(errs.ErrConflict, op, "session %q is being compressed by another writer", sid)
 		}
 		if err := tx.Exec("DELETE FROM compression_locks WHERE session_id = ? AND holder = ?", sid, locks[0].Holder).Error; err != nil {
 			return err
@@ -118,7 +119,7 @@ func mutationGuards(tx *gorm.DB, op, sid string) error {
 	}
 	if len(leases) > 0 {
 		if leases[0].ExpiresAt > now {
-			return models.Errorf(models.ErrConflict, op, "session %q has an active turn (lease held by %s)", sid, strings.TrimSpace(leases[0].Holder))
+			return errs.Errorf(errs.ErrConflict, op, "session %q has an active turn (lease held by %s)", sid, strings.TrimSpace(leases[0].Holder))
 		}
 		if err := tx.Exec("DELETE FROM session_turn_leases WHERE conversation_id = ? AND holder = ?", key, leases[0].Holder).Error; err != nil {
 			return err
@@ -129,9 +130,9 @@ func mutationGuards(tx *gorm.DB, op, sid string) error {
 	case err != nil:
 		return err
 	case !exists:
-		return models.Errorf(models.ErrNotFound, op, "session %q does not exist", sid)
+		return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sid)
 	case compressed:
-		return models.Errorf(models.ErrConflict, op, "session %q was ended by compression; change its continuation", sid)
+		return errs.Errorf(errs.ErrConflict, op, "session %q was ended by compression; change its continuation", sid)
 	}
 	return nil
 }

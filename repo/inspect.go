@@ -7,6 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/querytext"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -86,7 +87,7 @@ func (r *inspectRepo) RecentUserMessages(ctx context.Context, sessionID string, 
 		return nil, err
 	}
 	if limit < 0 {
-		return nil, models.Errorf(models.ErrInvalid, op, "limit must not be negative")
+		return nil, errs.Errorf(errs.ErrInvalid, op, "limit must not be negative")
 	}
 	if limit == 0 {
 		limit = 20

@@ -6,6 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -121,7 +122,7 @@ func (r *lineageRepo) exists(tx *gorm.DB, op, id string) error {
 		return err
 	}
 	if !ok {
-		return models.Errorf(models.ErrNotFound, op, "session %q does not exist", id)
+		return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
 	}
 	return nil
 }
@@ -255,11 +256,11 @@ func resolveID(tx *gorm.DB, op, s string) (string, error) {
 	}
 	switch len(ids) {
 	case 0:
-		return "", models.Errorf(models.ErrNotFound, op, "no session id starts with %q", s)
+		return "", errs.Errorf(errs.ErrNotFound, op, "no session id starts with %q", s)
 	case 1:
 		return ids[0], nil
 	}
-	return "", models.Errorf(models.ErrConflict, op, "%q matches several sessions; give more of the id", s)
+	return "", errs.Errorf(errs.ErrConflict, op, "%q matches several sessions; give more of the id", s)
 }
 
 func (r *lineageRepo) ResolveID(ctx context.Context, s string) (string, error) {

@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/models"
 )
 
@@ -399,7 +400,7 @@ func (row *richRow) toRich(project bool) RichSession {
 func (r *listingRepo) Rich(ctx context.Context, opt RichOptions) ([]RichSession, error) {
 	const op = "listing.rich"
 	if opt.Limit < 0 || opt.Offset < 0 || opt.MinMessageCount < 0 {
-		return nil, models.Errorf(models.ErrInvalid, op, "limit, offset and min_message_count must not be negative")
+		return nil, errs.Errorf(errs.ErrInvalid, op, "limit, offset and min_message_count must not be negative")
 	}
 	if opt.Limit == 0 {
 		opt.Limit = defaultListLimit
@@ -770,7 +771,7 @@ func (r *listingRepo) Count(ctx context.Context, opt CountOptions) (int64, error
 func (r *listingRepo) Recent(ctx context.Context, sources []string, limit, offset int) ([]RichSession, error) {
 	const op = "listing.recent"
 	if limit < 0 || offset < 0 {
-		return nil, models.Errorf(models.ErrInvalid, op, "limit and offset must not be negative")
+		return nil, errs.Errorf(errs.ErrInvalid, op, "limit and offset must not be negative")
 	}
 	if limit == 0 {
 		limit = defaultListLimit

@@ -9,7 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/hermesstate/hermesstate/models"
+	"github.com/hermesstate/hermesstate/internal/errs"
 )
 
 // Session lookups beside the rich listing: id search (Hermes'
@@ -121,7 +121,7 @@ func (d *DB) addChainSearch(op string, f *filter, idQuery, searchQuery string) e
 func (r *lookupRepo) SearchByID(ctx context.Context, query string, opt SearchByIDOptions) ([]RichSession, error) {
 	const op = "lookup.search_by_id"
 	if opt.Limit < 0 {
-		return nil, models.Errorf(models.ErrInvalid, op, "limit must not be negative")
+		return nil, errs.Errorf(errs.ErrInvalid, op, "limit must not be negative")
 	}
 	if opt.Limit == 0 {
 		opt.Limit = defaultListLimit
@@ -184,7 +184,7 @@ func (r *lookupRepo) RichRow(ctx context.Context, id string) (*RichSession, erro
 			return nil, err
 		}
 		if len(rows) == 0 {
-			return nil, models.Errorf(models.ErrNotFound, op, "session %q does not exist", id)
+			return nil, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
 		}
 		return &rows[0], nil
 	})
@@ -193,13 +193,13 @@ func (r *lookupRepo) RichRow(ctx context.Context, id string) (*RichSession, erro
 func (r *lookupRepo) CronJobRuns(ctx context.Context, jobID string, limit, offset int) ([]RichSession, error) {
 	const op = "lookup.cron_job_runs"
 	if jobID == "" {
-		return nil, models.Errorf(models.ErrInvalid, op, "job id is empty")
+		return nil, errs.Errorf(errs.ErrInvalid, op, "job id is empty")
 	}
 	if err := checkText(op, "job id", jobID); err != nil {
 		return nil, err
 	}
 	if limit < 0 || offset < 0 {
-		return nil, models.Errorf(models.ErrInvalid, op, "limit and offset must not be negative")
+		return nil, errs.Errorf(errs.ErrInvalid, op, "limit and offset must not be negative")
 	}
 	if limit == 0 {
 		limit = defaultListLimit

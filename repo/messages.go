@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -145,7 +146,7 @@ func (in *NewMessage) toRow(op, sessionID string) (*models.Message, error) {
 	if in.Parts != nil {
 		b, err := models.PyDumps(in.Parts)
 		if err != nil {
-			return nil, models.Wrap(models.ErrInvalid, op, err, "content parts cannot be encoded as JSON")
+			return nil, errs.Wrap(errs.ErrInvalid, op, err, "content parts cannot be encoded as JSON")
 		}
 		s := models.MultimodalPrefix + string(b)
 		row.Content = &s
@@ -174,7 +175,7 @@ func (in *NewMessage) toRow(op, sessionID string) (*models.Message, error) {
 		}
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(row.DisplayMetadata, &obj) != nil {
-			return nil, models.Errorf(models.ErrInvalid, op, "display_metadata must be a JSON object")
+			return nil, errs.Errorf(errs.ErrInvalid, op, "display_metadata must be a JSON object")
 		}
 	}
 	// The JSONText columns keep text that is not JSON as it is (Hermes
@@ -203,10 +204,10 @@ func checkAppendable(tx *gorm.DB, op, sessionID string) error {
 		return err
 	}
 	if len(rows) == 0 {
-		return models.Errorf(models.ErrNotFound, op, "session %q does not exist", sessionID)
+		return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sessionID)
 	}
 	if rows[0].EndReason != nil && *rows[0].EndReason == "compression" && rows[0].EndedAt != nil {
-		return models.Errorf(models.ErrConflict, op, "session %q was ended by compression; append to its continuation", sessionID)
+		return errs.Errorf(errs.ErrConflict, op, "session %q was ended by compression; append to its continuation", sessionID)
 	}
 	return nil
 }
@@ -225,7 +226,7 @@ func (r *messageRepo) Append(ctx context.Context, sessionID string, m NewMessage
 		return 0, err
 	}
 	if r.db.closed.Load() {
-		return 0, models.Errorf(models.ErrClosed, op, "the store is closed")
+		return 0, errs.Errorf(errs.ErrClosed, op, "the store is closed")
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -354,7 +355,7 @@ func listActiveCols(tx *gorm.DB, op, sessionID, sel string) ([]models.Message, e
 			return nil, err
 		}
 		if !ok {
-			return nil, models.Errorf(models.ErrNotFound, op, "session %q does not exist", sessionID)
+			return nil, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sessionID)
 		}
 		out = []models.Message{}
 	}
@@ -379,11 +380,11 @@ func (r *messageRepo) Page(ctx context.Context, sessionID string, opt PageOption
 	}
 	switch {
 	case opt.AfterID < 0 || opt.BeforeID < 0:
-		return MessagePage{}, models.Errorf(models.ErrInvalid, op, "message ids must not be negative")
+		return MessagePage{}, errs.Errorf(errs.ErrInvalid, op, "message ids must not be negative")
 	case opt.Offset < 0:
-		return MessagePage{}, models.Errorf(models.ErrInvalid, op, "offset must not be negative")
+		return MessagePage{}, errs.Errorf(errs.ErrInvalid, op, "offset must not be negative")
 	case opt.Limit < 0 || opt.Limit > MaxPageLimit:
-		return MessagePage{}, models.Errorf(models.ErrInvalid, op, "limit must be between 0 and %d", MaxPageLimit)
+		return MessagePage{}, errs.Errorf(errs.ErrInvalid, op, "limit must be between 0 and %d", MaxPageLimit)
 	}
 	if opt.Limit == 0 {
 		opt.Limit = 100
@@ -448,7 +449,7 @@ func (r *messageRepo) Page(ctx context.Context, sessionID string, opt PageOption
 				return out, err
 			}
 			if !ok {
-				return out, models.Errorf(models.ErrNotFound, op, "session %q does not exist", sessionID)
+				return out, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sessionID)
 			}
 		}
 		return out, nil

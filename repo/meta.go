@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -58,10 +59,10 @@ func NewMeta(db *DB) Meta { return &metaRepo{db} }
 
 func checkKey(op, key string) error {
 	if key == "" {
-		return models.Errorf(models.ErrInvalid, op, "key is empty")
+		return errs.Errorf(errs.ErrInvalid, op, "key is empty")
 	}
 	if len(key) > 1024 {
-		return models.Errorf(models.ErrInvalid, op, "key is longer than 1024 bytes")
+		return errs.Errorf(errs.ErrInvalid, op, "key is longer than 1024 bytes")
 	}
 	return checkText(op, "key", key)
 }
@@ -105,7 +106,7 @@ func (r *metaRepo) Float(ctx context.Context, key string) (float64, bool, error)
 	}
 	f, perr := strconv.ParseFloat(v, 64)
 	if perr != nil {
-		return 0, false, models.Wrap(models.ErrInvalid, "meta.float", perr, "state_meta "+strconv.Quote(key)+" is not a number")
+		return 0, false, errs.Wrap(errs.ErrInvalid, "meta.float", perr, "state_meta "+strconv.Quote(key)+" is not a number")
 	}
 	return f, true, nil
 }
@@ -117,7 +118,7 @@ func (r *metaRepo) Int(ctx context.Context, key string) (int64, bool, error) {
 	}
 	n, perr := strconv.ParseInt(v, 10, 64)
 	if perr != nil {
-		return 0, false, models.Wrap(models.ErrInvalid, "meta.int", perr, "state_meta "+strconv.Quote(key)+" is not an integer")
+		return 0, false, errs.Wrap(errs.ErrInvalid, "meta.int", perr, "state_meta "+strconv.Quote(key)+" is not an integer")
 	}
 	return n, true, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -98,7 +99,7 @@ func rewindTo(tx *gorm.DB, op, sid string, target int64, opt RewindOptions) (*Re
 			return nil, err
 		}
 		if !slices.Equal(ids, opt.ExpectedActiveIDs) {
-			return nil, models.Errorf(models.ErrConflict, op, "the live transcript changed before the rewind could be saved")
+			return nil, errs.Errorf(errs.ErrConflict, op, "the live transcript changed before the rewind could be saved")
 		}
 	}
 	var rows []models.Message
@@ -106,18 +107,18 @@ func rewindTo(tx *gorm.DB, op, sid string, target int64, opt RewindOptions) (*Re
 		return nil, err
 	}
 	if len(rows) == 0 {
-		return nil, models.Errorf(models.ErrNotFound, op, "message %d is not in session %q", target, sid)
+		return nil, errs.Errorf(errs.ErrNotFound, op, "message %d is not in session %q", target, sid)
 	}
 	t := rows[0]
 	if t.Role != "user" {
-		return nil, models.Errorf(models.ErrInvalid, op, "a rewind target must be a user message (message %d is %s)", target, t.Role)
+		return nil, errs.Errorf(errs.ErrInvalid, op, "a rewind target must be a user message (message %d is %s)", target, t.Role)
 	}
 	if opt.ExpectedTargetContent != nil {
 		if t.Active != 1 {
-			return nil, models.Errorf(models.ErrInvalid, op, "message %d is not live", target)
+			return nil, errs.Errorf(errs.ErrInvalid, op, "message %d is not live", target)
 		}
 		if liveText(&t) != *opt.ExpectedTargetContent {
-			return nil, models.Errorf(models.ErrConflict, op, "message %d changed before the rewind could be saved", target)
+			return nil, errs.Errorf(errs.ErrConflict, op, "message %d changed before the rewind could be saved", target)
 		}
 	}
 	res := tx.Exec("UPDATE messages SET active = 0 WHERE session_id = ? AND id >= ? AND active = 1", sid, target)
@@ -231,7 +232,7 @@ func (r *rewindRepo) UserTurn(ctx context.Context, sid string, ordinal int) (*Re
 			n = max(len(turns)+n, 0)
 		}
 		if n >= len(turns) {
-			return models.Errorf(models.ErrNotFound, op, "session %q has no user turn %d (it has %d)", sid, ordinal, len(turns))
+			return errs.Errorf(errs.ErrNotFound, op, "session %q has no user turn %d (it has %d)", sid, ordinal, len(turns))
 		}
 		var err error
 		out, err = rewindTo(tx, op, sid, turns[n], RewindOptions{})

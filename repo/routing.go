@@ -7,6 +7,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -37,7 +38,7 @@ func NewRouting(db *DB) Routing { return &routingRepo{db} }
 
 func checkRoutingKey(op, scope, key string) error {
 	if key == "" {
-		return models.Errorf(models.ErrInvalid, op, "session_key is empty")
+		return errs.Errorf(errs.ErrInvalid, op, "session_key is empty")
 	}
 	if err := checkText(op, "session_key", key); err != nil {
 		return err
@@ -52,10 +53,10 @@ func (r *routingRepo) Upsert(ctx context.Context, scope, key string, entry model
 	}
 	var obj map[string]json.RawMessage
 	if len(entry) == 0 || json.Unmarshal(entry, &obj) != nil || obj == nil {
-		return models.Errorf(models.ErrInvalid, op, "entry must be a JSON object")
+		return errs.Errorf(errs.ErrInvalid, op, "entry must be a JSON object")
 	}
 	if len(entry) > MaxContentBytes {
-		return models.Errorf(models.ErrInvalid, op, "entry is %d bytes; the limit is %d", len(entry), MaxContentBytes)
+		return errs.Errorf(errs.ErrInvalid, op, "entry is %d bytes; the limit is %d", len(entry), MaxContentBytes)
 	}
 	row := models.GatewayRouting{Scope: scope, SessionKey: key, EntryJSON: entry, UpdatedAt: models.Now()}
 	return r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
@@ -77,7 +78,7 @@ func (r *routingRepo) Get(ctx context.Context, scope, key string) (*models.Gatew
 			return nil, err
 		}
 		if len(rows) == 0 {
-			return nil, models.Errorf(models.ErrNotFound, op, "no routing entry for %q in scope %q", key, scope)
+			return nil, errs.Errorf(errs.ErrNotFound, op, "no routing entry for %q in scope %q", key, scope)
 		}
 		return &rows[0], nil
 	})

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
@@ -254,7 +255,7 @@ func (e errFTS) Unwrap() error { return e.err }
 func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, explain bool) (SearchResult, error) {
 	const op = "search.messages"
 	if opt.Limit < 0 || opt.Offset < 0 {
-		return SearchResult{}, models.Errorf(models.ErrInvalid, op, "limit and offset must not be negative (limit %d, offset %d)", opt.Limit, opt.Offset)
+		return SearchResult{}, errs.Errorf(errs.ErrInvalid, op, "limit and offset must not be negative (limit %d, offset %d)", opt.Limit, opt.Offset)
 	}
 	if opt.Limit == 0 {
 		opt.Limit = 20
@@ -268,7 +269,7 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 		return res, nil
 	}
 	if n, ok := checkTermCount(res.Sanitized); !ok {
-		return res, models.Errorf(models.ErrInvalid, op, "the query has %d terms; at most %d are allowed: shorten it", n, MaxQueryTerms)
+		return res, errs.Errorf(errs.ErrInvalid, op, "the query has %d terms; at most %d are allowed: shorten it", n, MaxQueryTerms)
 	}
 	f := ftsql.Filters{IncludeInactive: opt.IncludeInactive, Sources: opt.Sources, ExcludeSources: opt.ExcludeSources, Roles: opt.Roles}
 	if r.db.Dialect == Postgres {
@@ -590,8 +591,8 @@ func (r *searchRepo) catchUp(ctx context.Context, limit int) {
 		return
 	}
 	if _, err := r.CatchUp(ctx, limit); err != nil {
-		var me *models.Error
-		if errors.As(err, &me) && !errors.Is(err, models.ErrBusy) {
+		var me *errs.Error
+		if errors.As(err, &me) && !errors.Is(err, errs.ErrBusy) {
 			r.cannotWrite.Store(true)
 		}
 		r.db.logger().Debug("hermesstate: CJK index catch-up skipped; queued rows are scanned instead", "err", err)

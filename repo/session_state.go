@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/querytext"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
@@ -149,7 +150,7 @@ func mustExist(tx *gorm.DB, op, id string) error {
 		return err
 	}
 	if !ok {
-		return models.Errorf(models.ErrNotFound, op, "session %q does not exist", id)
+		return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
 	}
 	return nil
 }
@@ -206,7 +207,7 @@ func (r *sessionStateRepo) UpdateMeta(ctx context.Context, id string, mc models.
 		}
 		b, err := models.PyJSON(mc)
 		if err != nil {
-			return models.Wrap(models.ErrInvalid, op, err, "model_config is not valid JSON")
+			return errs.Wrap(errs.ErrInvalid, op, err, "model_config is not valid JSON")
 		}
 		cfg = string(b)
 	}
@@ -216,7 +217,7 @@ func (r *sessionStateRepo) UpdateMeta(ctx context.Context, id string, mc models.
 			return res.Error
 		}
 		if res.RowsAffected == 0 {
-			return models.Errorf(models.ErrNotFound, op, "session %q does not exist", id)
+			return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
 		}
 		return nil
 	})
@@ -231,7 +232,7 @@ func (r *sessionStateRepo) PatchModelConfig(ctx context.Context, id string, patc
 		return nil
 	}
 	if _, err := json.Marshal(patch); err != nil {
-		return models.Wrap(models.ErrInvalid, op, err, "the patch cannot be encoded as JSON")
+		return errs.Wrap(errs.ErrInvalid, op, err, "the patch cannot be encoded as JSON")
 	}
 	return r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
 		if err := lockSession(tx, id); err != nil {
@@ -287,7 +288,7 @@ func (r *sessionStateRepo) UpdateCwd(ctx context.Context, id, cwd, branch, root 
 		return 0, err
 	}
 	if cwd == "" {
-		return 0, models.Errorf(models.ErrInvalid, op, "cwd is empty")
+		return 0, errs.Errorf(errs.ErrInvalid, op, "cwd is empty")
 	}
 	for f, v := range map[string]string{"cwd": cwd, "git_branch": branch, "git_repo_root": root} {
 		if err := checkText(op, f, v); err != nil {
@@ -368,14 +369,14 @@ func (r *sessionStateRepo) UpdateToolNames(ctx context.Context, id string, names
 		}
 		b, err := models.PyDumps(names)
 		if err != nil {
-			return models.Wrap(models.ErrInvalid, op, err, "tool names cannot be encoded")
+			return errs.Wrap(errs.ErrInvalid, op, err, "tool names cannot be encoded")
 		}
 		payload = string(b)
 	}
 	return r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
 		res := tx.Exec("UPDATE sessions SET tool_names = ? WHERE id = ?", payload, id)
 		if res.Error == nil && res.RowsAffected == 0 {
-			return models.Errorf(models.ErrNotFound, op, "session %q does not exist", id)
+			return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
 		}
 		return res.Error
 	})
@@ -559,7 +560,7 @@ func (r *sessionStateRepo) UnarchiveRecoverable(ctx context.Context, id string) 
 func (r *sessionStateRepo) ArchiveSessions(ctx context.Context, opt ArchiveOptions) (int, error) {
 	const op = "session_state.archive_sessions"
 	if opt.OlderThan < 0 {
-		return 0, models.Errorf(models.ErrInvalid, op, "older-than must not be negative")
+		return 0, errs.Errorf(errs.ErrInvalid, op, "older-than must not be negative")
 	}
 	if opt.Source != "" {
 		if err := checkName(op, "source", opt.Source); err != nil {

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -118,7 +119,7 @@ func getSession(tx *gorm.DB, id string) (*models.Session, error) {
 		return nil, err
 	}
 	if s.ID == "" {
-		return nil, models.Errorf(models.ErrNotFound, "sessions.get", "session %q does not exist", id)
+		return nil, errs.Errorf(errs.ErrNotFound, "sessions.get", "session %q does not exist", id)
 	}
 	return &s, nil
 }
@@ -186,7 +187,7 @@ func (r *sessionRepo) Create(ctx context.Context, in NewSession) (*models.Sessio
 			return nil, err
 		}
 		if in.ParentSessionID == in.ID {
-			return nil, models.Errorf(models.ErrInvalid, op, "a session cannot be its own parent")
+			return nil, errs.Errorf(errs.ErrInvalid, op, "a session cannot be its own parent")
 		}
 	}
 	if !in.StartedAt.Sane() {
@@ -210,8 +211,8 @@ func createSession(tx *gorm.DB, in NewSession) (*models.Session, error) {
 	if in.ParentSessionID != "" {
 		p, err := getSession(tx, in.ParentSessionID)
 		if err != nil {
-			if errors.Is(err, models.ErrNotFound) {
-				return nil, models.Errorf(models.ErrNotFound, op, "parent session %q does not exist", in.ParentSessionID)
+			if errors.Is(err, errs.ErrNotFound) {
+				return nil, errs.Errorf(errs.ErrNotFound, op, "parent session %q does not exist", in.ParentSessionID)
 			}
 			return nil, err
 		}
@@ -226,7 +227,7 @@ func createSession(tx *gorm.DB, in NewSession) (*models.Session, error) {
 		hash = &h
 	}
 	existing, err := getSession(tx, in.ID)
-	if err != nil && !errors.Is(err, models.ErrNotFound) {
+	if err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return nil, err
 	}
 	if existing == nil {
@@ -296,7 +297,7 @@ func sessionUpsert(op string, existing *models.Session, in NewSession, hash *str
 	if existing.ModelConfig.IsNull() && !in.ModelConfig.IsNull() {
 		b, err := models.PyJSON(in.ModelConfig)
 		if err != nil {
-			return nil, models.Wrap(models.ErrInvalid, op, err, "model_config is not valid JSON")
+			return nil, errs.Wrap(errs.ErrInvalid, op, err, "model_config is not valid JSON")
 		}
 		up["model_config"] = string(b)
 	}
@@ -319,7 +320,7 @@ func sessionUpsert(op string, existing *models.Session, in NewSession, hash *str
 	if existing.OriginJSON.IsNull() && !in.OriginJSON.IsNull() {
 		b, err := models.PyJSON(in.OriginJSON)
 		if err != nil {
-			return nil, models.Wrap(models.ErrInvalid, op, err, "origin_json is not valid JSON")
+			return nil, errs.Wrap(errs.ErrInvalid, op, err, "origin_json is not valid JSON")
 		}
 		up["origin_json"] = string(b)
 	}

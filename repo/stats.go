@@ -6,6 +6,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -113,7 +114,7 @@ func (r *usageRepo) RecordAuxiliary(ctx context.Context, id string, u AuxUsage) 
 		return err
 	}
 	if u.Task == "" {
-		return models.Errorf(models.ErrInvalid, op, "task is required for auxiliary usage")
+		return errs.Errorf(errs.ErrInvalid, op, "task is required for auxiliary usage")
 	}
 	for f, v := range map[string]string{"task": u.Task, "model": u.Model, "billing_provider": u.BillingProvider,
 		"billing_base_url": u.BillingBaseURL, "billing_mode": u.BillingMode, "cost_status": u.CostStatus, "cost_source": u.CostSource} {
@@ -228,7 +229,7 @@ func (r *usageRepo) BySource(ctx context.Context, f StatsFilter) ([]SourceStats,
 func (r *usageRepo) TopSessions(ctx context.Context, n int, f StatsFilter) ([]SessionTokens, error) {
 	const op = "usage.top_sessions"
 	if n < 0 {
-		return nil, models.Errorf(models.ErrInvalid, op, "n must not be negative")
+		return nil, errs.Errorf(errs.ErrInvalid, op, "n must not be negative")
 	}
 	if n == 0 {
 		n = 10

@@ -11,6 +11,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -41,7 +42,7 @@ type Titles interface {
 	// title_source. It reports whether the row changed. Errors: ErrInvalid
 	// for a title longer than MaxTitleLength, ErrNotFound for a missing
 	// session, ErrConflict when another session holds the title (the
-	// *models.Error's ID names it) or when the session is a hidden
+	// *errs.Error's ID names it) or when the session is a hidden
 	// canonical "Bot Chat". A title held by a compression ancestor moves to
 	// this session; one held by an archived hidden "Bot Chat" is retired.
 	Set(ctx context.Context, id, title string) (bool, error)
@@ -111,7 +112,7 @@ func SanitizeTitle(title string) (string, error) {
 	}
 	out := b.String()
 	if n := utf8.RuneCountInString(out); n > MaxTitleLength {
-		return "", models.Errorf(models.ErrInvalid, "titles.sanitize", "title too long (%d chars, max %d)", n, MaxTitleLength)
+		return "", errs.Errorf(errs.ErrInvalid, "titles.sanitize", "title too long (%d chars, max %d)", n, MaxTitleLength)
 	}
 	return out, nil
 }
@@ -153,7 +154,7 @@ func (r *titleRepo) SetAuto(ctx context.Context, id, title, source string) (bool
 	switch source {
 	case TitleDerived, TitleLLM, TitleBranch, TitleBranchFallback:
 	default:
-		return false, models.Errorf(models.ErrInvalid, op, "invalid automatic title source %q", source)
+		return false, errs.Errorf(errs.ErrInvalid, op, "invalid automatic title source %q", source)
 	}
 	return r.set(ctx, op, id, title, source)
 }
@@ -184,7 +185,7 @@ func (r *titleRepo) set(ctx context.Context, op, id, title, source string) (bool
 	}
 	clean, err := SanitizeTitle(title)
 	if err != nil {
-		var me *models.Error
+		var me *errs.Error
 		if errors.As(err, &me) {
 			me.Op = op
 		}
@@ -202,12 +203,12 @@ func (r *titleRepo) set(ctx context.Context, op, id, title, source string) (bool
 			return err
 		}
 		if len(cur) == 0 {
-			return models.Errorf(models.ErrNotFound, op, "session %q does not exist", id)
+			return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
 		}
 		c := cur[0]
 		if deref(c.Title) == BotChatTitle && c.Hidden != 0 && clean != BotChatTitle {
 			if isUser {
-				return models.Errorf(models.ErrConflict, op, "session %q is the bot's canonical Bot Chat; its name is its identity and cannot change", id)
+				return errs.Errorf(errs.ErrConflict, op, "session %q is the bot's canonical Bot Chat; its name is its identity and cannot change", id)
 			}
 			return nil
 		}
@@ -240,7 +241,7 @@ func (r *titleRepo) set(ctx context.Context, op, id, title, source string) (bool
 						return err
 					}
 				default:
-					e := models.Errorf(models.ErrConflict, op, "title %q is already in use by session %s", clean, o.ID)
+					e := errs.Errorf(errs.ErrConflict, op, "title %q is already in use by session %s", clean, o.ID)
 					e.ID = o.ID
 					return e
 				}
@@ -282,7 +283,7 @@ func (r *titleRepo) Get(ctx context.Context, id string) (string, error) {
 			return "", err
 		}
 		if len(rows) == 0 {
-			return "", models.Errorf(models.ErrNotFound, op, "session %q does not exist", id)
+			return "", errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
 		}
 		return deref(rows[0].Title), nil
 	})
@@ -299,7 +300,7 @@ func (r *titleRepo) ByTitle(ctx context.Context, title string) (*models.Session,
 			return nil, err
 		}
 		if len(s) == 0 {
-			return nil, models.Errorf(models.ErrNotFound, op, "no session is titled %q", title)
+			return nil, errs.Errorf(errs.ErrNotFound, op, "no session is titled %q", title)
 		}
 		s[0].LiftMarkers()
 		return &s[0], resolvePrompt(tx, &s[0])
@@ -330,7 +331,7 @@ func (r *titleRepo) Resolve(ctx context.Context, title string) (string, error) {
 		if len(exact) == 1 {
 			return exact[0], nil
 		}
-		return "", models.Errorf(models.ErrNotFound, op, "no session is titled %q", title)
+		return "", errs.Errorf(errs.ErrNotFound, op, "no session is titled %q", title)
 	})
 }
 

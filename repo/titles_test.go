@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
-	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -135,7 +135,7 @@ func TestTitlesFresh(t *testing.T) {
 		// Collision: ErrConflict carrying the holder's id.
 		_, err = tl.Set(ctx, "b", "My title")
 		require.ErrorIs(t, err, hs.ErrConflict)
-		var me *models.Error
+		var me *errs.Error
 		require.True(t, errors.As(err, &me))
 		require.Equal(t, "a", me.ID)
 

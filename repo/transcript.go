@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -166,7 +167,7 @@ func encodeContent(op string, v any) (*string, error) {
 	}
 	b, err := models.PyDumps(v)
 	if err != nil {
-		return nil, models.Wrap(models.ErrInvalid, op, err, "content cannot be encoded as JSON")
+		return nil, errs.Wrap(errs.ErrInvalid, op, err, "content cannot be encoded as JSON")
 	}
 	s := models.MultimodalPrefix + string(b)
 	return &s, nil
@@ -187,11 +188,11 @@ func (r *transcriptRepo) Get(ctx context.Context, sid string, opt GetOptions) ([
 	}
 	switch {
 	case opt.Limit < 0 || opt.Offset < 0 || opt.AfterID < 0:
-		return nil, models.Errorf(models.ErrInvalid, op, "limit, offset and after_id must not be negative")
+		return nil, errs.Errorf(errs.ErrInvalid, op, "limit, offset and after_id must not be negative")
 	case opt.AfterID > 0 && (opt.Latest || opt.Offset > 0):
-		return nil, models.Errorf(models.ErrInvalid, op, "after_id cannot be combined with latest or offset paging")
+		return nil, errs.Errorf(errs.ErrInvalid, op, "after_id cannot be combined with latest or offset paging")
 	case opt.AfterID > 0 && opt.IncludeCompacted:
-		return nil, models.Errorf(models.ErrInvalid, op, "after_id cannot be combined with include_compacted")
+		return nil, errs.Errorf(errs.ErrInvalid, op, "after_id cannot be combined with include_compacted")
 	}
 	return Read(ctx, r.db, op, func(tx *gorm.DB) ([]models.Message, error) {
 		out := []models.Message{}
@@ -419,9 +420,9 @@ func (r *transcriptRepo) Replace(ctx context.Context, sid string, msgs []NewMess
 		case err != nil:
 			return err
 		case !exists:
-			return models.Errorf(models.ErrNotFound, op, "session %q does not exist", sid)
+			return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sid)
 		case compressed:
-			return models.Errorf(models.ErrConflict, op, "session %q was ended by compression; rewrite its continuation", sid)
+			return errs.Errorf(errs.ErrConflict, op, "session %q was ended by compression; rewrite its continuation", sid)
 		}
 		switch {
 		case opt.ArchiveDropped:
@@ -503,7 +504,7 @@ func (r *transcriptRepo) Clear(ctx context.Context, sid string, opt ClearOptions
 		return false, err
 	}
 	if opt.KeepLastN < 0 {
-		return false, models.Errorf(models.ErrInvalid, op, "keep_last_n must not be negative")
+		return false, errs.Errorf(errs.ErrInvalid, op, "keep_last_n must not be negative")
 	}
 	var found bool
 	err := r.db.Write(ctx, sqlitex.Transcript, op, func(tx *gorm.DB) error {
@@ -552,10 +553,10 @@ func (r *transcriptRepo) LatestRowID(ctx context.Context, sid, role string, offs
 		return 0, false, err
 	}
 	if role != "user" && role != "assistant" {
-		return 0, false, models.Errorf(models.ErrInvalid, op, "role must be user or assistant")
+		return 0, false, errs.Errorf(errs.ErrInvalid, op, "role must be user or assistant")
 	}
 	if offset < 0 {
-		return 0, false, models.Errorf(models.ErrInvalid, op, "offset must not be negative")
+		return 0, false, errs.Errorf(errs.ErrInvalid, op, "offset must not be negative")
 	}
 	ids, err := Read(ctx, r.db, op, func(tx *gorm.DB) ([]int64, error) {
 		q := tx.Model(&models.Message{}).Where("session_id = ? AND role = ? AND active = 1", sid, role)
@@ -663,11 +664,11 @@ func (r *transcriptRepo) SetLatestDisplayKind(ctx context.Context, sid, role, co
 	if !meta.IsNull() {
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(meta, &obj) != nil || obj == nil {
-			return false, models.Errorf(models.ErrInvalid, op, "display_metadata must be a JSON object")
+			return false, errs.Errorf(errs.ErrInvalid, op, "display_metadata must be a JSON object")
 		}
 		b, err := models.PyJSON(meta)
 		if err != nil {
-			return false, models.Wrap(models.ErrInvalid, op, err, "display_metadata is not valid JSON")
+			return false, errs.Wrap(errs.ErrInvalid, op, err, "display_metadata is not valid JSON")
 		}
 		metaText = string(b)
 	}

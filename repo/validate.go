@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hermesstate/hermesstate/models"
+	"github.com/hermesstate/hermesstate/internal/errs"
 )
 
 // MaxContentBytes caps one text value (message content and the like). SQLite
@@ -25,10 +25,10 @@ const MaxIDBytes = 256
 // by length and Hermes itself stores NUL-prefixed multimodal content.
 func checkText(op, field, s string) error {
 	if len(s) > MaxContentBytes {
-		return models.Errorf(models.ErrInvalid, op, "%s is %d bytes; the limit is %d", field, len(s), MaxContentBytes)
+		return errs.Errorf(errs.ErrInvalid, op, "%s is %d bytes; the limit is %d", field, len(s), MaxContentBytes)
 	}
 	if !utf8.ValidString(s) {
-		return models.Errorf(models.ErrInvalid, op, "%s is not valid UTF-8 (lone surrogates and raw bytes cannot be stored as text); clean it with strings.ToValidUTF8", field)
+		return errs.Errorf(errs.ErrInvalid, op, "%s is not valid UTF-8 (lone surrogates and raw bytes cannot be stored as text); clean it with strings.ToValidUTF8", field)
 	}
 	return nil
 }
@@ -44,16 +44,16 @@ func checkTextPtr(op, field string, s *string) error {
 // control characters.
 func checkID(op, id string) error {
 	if id == "" {
-		return models.Errorf(models.ErrInvalid, op, "session id is empty")
+		return errs.Errorf(errs.ErrInvalid, op, "session id is empty")
 	}
 	if len(id) > MaxIDBytes {
-		return models.Errorf(models.ErrInvalid, op, "session id is %d bytes; the limit is %d", len(id), MaxIDBytes)
+		return errs.Errorf(errs.ErrInvalid, op, "session id is %d bytes; the limit is %d", len(id), MaxIDBytes)
 	}
 	if !utf8.ValidString(id) {
-		return models.Errorf(models.ErrInvalid, op, "session id is not valid UTF-8")
+		return errs.Errorf(errs.ErrInvalid, op, "session id is not valid UTF-8")
 	}
 	if strings.IndexFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
-		return models.Errorf(models.ErrInvalid, op, "session id contains control characters")
+		return errs.Errorf(errs.ErrInvalid, op, "session id contains control characters")
 	}
 	return nil
 }
@@ -61,13 +61,13 @@ func checkID(op, id string) error {
 // checkName validates a short identifier-like value (role, source).
 func checkName(op, field, s string) error {
 	if strings.TrimSpace(s) == "" {
-		return models.Errorf(models.ErrInvalid, op, "%s is empty", field)
+		return errs.Errorf(errs.ErrInvalid, op, "%s is empty", field)
 	}
 	if len(s) > 64 {
-		return models.Errorf(models.ErrInvalid, op, "%s is longer than 64 bytes", field)
+		return errs.Errorf(errs.ErrInvalid, op, "%s is longer than 64 bytes", field)
 	}
 	if !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
-		return models.Errorf(models.ErrInvalid, op, "%s contains invalid or control characters", field)
+		return errs.Errorf(errs.ErrInvalid, op, "%s contains invalid or control characters", field)
 	}
 	return nil
 }
@@ -90,16 +90,16 @@ func checkJSON(op, field string, b []byte) error {
 		return nil
 	}
 	if len(b) > MaxContentBytes {
-		return models.Errorf(models.ErrInvalid, op, "%s is %d bytes; the limit is %d", field, len(b), MaxContentBytes)
+		return errs.Errorf(errs.ErrInvalid, op, "%s is %d bytes; the limit is %d", field, len(b), MaxContentBytes)
 	}
 	if !utf8.Valid(b) {
-		return models.Errorf(models.ErrInvalid, op, "%s is not valid UTF-8", field)
+		return errs.Errorf(errs.ErrInvalid, op, "%s is not valid UTF-8", field)
 	}
 	if !json.Valid(b) {
-		return models.Errorf(models.ErrInvalid, op, "%s is not valid JSON", field)
+		return errs.Errorf(errs.ErrInvalid, op, "%s is not valid JSON", field)
 	}
 	if off := loneSurrogate(b); off >= 0 {
-		return models.Errorf(models.ErrInvalid, op, "%s holds a lone UTF-16 surrogate escape (%s at byte %d), which cannot be stored as UTF-8 text; replace it (for example with \\ufffd)", field, b[off:off+6], off)
+		return errs.Errorf(errs.ErrInvalid, op, "%s holds a lone UTF-16 surrogate escape (%s at byte %d), which cannot be stored as UTF-8 text; replace it (for example with \\ufffd)", field, b[off:off+6], off)
 	}
 	return nil
 }

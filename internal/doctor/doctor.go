@@ -27,9 +27,10 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/schemaref"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
-	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -186,9 +187,9 @@ type state struct {
 	badIndexes   map[string]bool
 	badFTS       map[string]string // table -> reason
 	missingTrig  []triggerDef
-	missingIdx   []migrations.Statement
-	missingTabs  []migrations.Statement
-	missingCols  map[string][]migrations.Column
+	missingIdx   []schemaref.Statement
+	missingTabs  []schemaref.Statement
+	missingCols  map[string][]schemaref.Column
 	counterRows  int64
 	activity     bool             // the activity table must be rebuilt
 	orphans      map[string]int64 // "table.column" -> rows
@@ -201,8 +202,8 @@ type state struct {
 }
 
 // Check examines the file at opts.Path and returns the report. It returns
-// an error wrapping models.ErrNotFound when there is no file, and
-// models.ErrStorage when the file cannot be read at all (permissions); a
+// an error wrapping errs.ErrNotFound when there is no file, and
+// errs.ErrStorage when the file cannot be read at all (permissions); a
 // damaged file is not an error: the damage is reported as findings.
 func Check(ctx context.Context, opts Options) (*Report, error) {
 	start := time.Now()
@@ -214,17 +215,17 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 		opts.WALWarnBytes = 64 << 20
 	}
 	r := &Report{Path: opts.Path, Full: opts.Full, JournalConfigured: strings.ToLower(opts.JournalMode), JournalExplicit: explicit, Findings: []Finding{},
-		state: &state{badIndexes: map[string]bool{}, badFTS: map[string]string{}, missingCols: map[string][]migrations.Column{}, orphans: map[string]int64{}}}
+		state: &state{badIndexes: map[string]bool{}, badFTS: map[string]string{}, missingCols: map[string][]schemaref.Column{}, orphans: map[string]int64{}}}
 	defer func() { r.Elapsed = time.Since(start).Round(time.Millisecond).String() }()
 	st, err := os.Stat(opts.Path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, models.Wrap(models.ErrNotFound, "doctor", err, "no database at "+opts.Path)
+			return nil, errs.Wrap(errs.ErrNotFound, "doctor", err, "no database at "+opts.Path)
 		}
-		return nil, models.Wrap(models.ErrStorage, "doctor", err, "cannot read "+opts.Path)
+		return nil, errs.Wrap(errs.ErrStorage, "doctor", err, "cannot read "+opts.Path)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, models.Errorf(models.ErrInvalid, "doctor", "%s is not a regular file", opts.Path)
+		return nil, errs.Errorf(errs.ErrInvalid, "doctor", "%s is not a regular file", opts.Path)
 	}
 	r.FileBytes = st.Size()
 	walSt, walErr := os.Stat(opts.Path + "-wal")
@@ -272,7 +273,7 @@ func openRead(ctx context.Context, path string) (*sql.DB, error) {
 	}
 	db, err := open(false)
 	if err != nil {
-		return nil, models.Wrap(models.ErrStorage, "doctor", err, "cannot open "+path)
+		return nil, errs.Wrap(errs.ErrStorage, "doctor", err, "cannot open "+path)
 	}
 	var n int64
 	err = db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n)
@@ -283,7 +284,7 @@ func openRead(ctx context.Context, path string) (*sql.DB, error) {
 	immutable, perr := sqlitex.ReadOnlyPlace(path)
 	if perr != nil {
 		_ = db.Close()
-		return nil, models.Wrap(models.ErrUnsupported, "doctor", perr, perr.Error())
+		return nil, errs.Wrap(errs.ErrUnsupported, "doctor", perr, perr.Error())
 	}
 	if !immutable {
 		return db, nil
@@ -291,7 +292,7 @@ func openRead(ctx context.Context, path string) (*sql.DB, error) {
 	_ = db.Close()
 	db, err = open(true)
 	if err != nil {
-		return nil, models.Wrap(models.ErrStorage, "doctor", err, "cannot open "+path)
+		return nil, errs.Wrap(errs.ErrStorage, "doctor", err, "cannot open "+path)
 	}
 	return db, nil
 }
@@ -604,13 +605,13 @@ func (c *checker) has(typ, name string) bool {
 // the embedded v30 schema.
 func (c *checker) schemaShape() {
 	r := c.r
-	ref, err := migrations.ReferenceColumns()
+	ref, err := schemaref.ReferenceColumns()
 	if err != nil {
 		r.add(CheckSchema, Error, "", "", "the embedded schema cannot be read: %v", err)
 		return
 	}
 	refIdx := map[string]bool{}
-	for _, st := range migrations.Schema() {
+	for _, st := range schemaref.Schema() {
 		switch st.Kind {
 		case "table":
 			if !c.has("table", st.Name) {
@@ -873,15 +874,15 @@ func (c *checker) repairMarkers() {
 	}
 }
 
-func tableInfo(ctx context.Context, db *sql.DB, table string) ([]migrations.Column, error) {
+func tableInfo(ctx context.Context, db *sql.DB, table string) ([]schemaref.Column, error) {
 	rows, err := db.QueryContext(ctx, "SELECT cid, name, type, \"notnull\", dflt_value, pk FROM pragma_table_info(?)", table)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []migrations.Column
+	var out []schemaref.Column
 	for rows.Next() {
-		var col migrations.Column
+		var col schemaref.Column
 		var nn int
 		if err := rows.Scan(&col.CID, &col.Name, &col.Type, &nn, &col.Default, &col.PK); err != nil {
 			return nil, err

@@ -17,11 +17,11 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	hfts "github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
-	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -101,10 +101,10 @@ func isDerived(name string, fts map[string]ftsTable) bool {
 // file then gets the source's views, indexes, FTS tables (rebuilt from the
 // copied rows) and triggers, and is adopted to v30 (migrations).
 //
-// It returns the report and: an error wrapping models.ErrConflict when To
-// exists, models.ErrNotFound when From does not, models.ErrCorrupt when
+// It returns the report and: an error wrapping errs.ErrConflict when To
+// exists, errs.ErrNotFound when From does not, errs.ErrCorrupt when
 // rows were lost and AllowPartial is false (To is then removed), or
-// models.ErrStorage for other failures.
+// errs.ErrStorage for other failures.
 func Recover(ctx context.Context, opts RecoverOptions) (*RecoverReport, error) {
 	start := time.Now()
 	if opts.ChunkRows <= 0 {
@@ -114,15 +114,15 @@ func Recover(ctx context.Context, opts RecoverOptions) (*RecoverReport, error) {
 	defer func() { rep.Elapsed = time.Since(start).Round(time.Millisecond).String() }()
 	const op = "recover"
 	if _, err := os.Stat(opts.From); err != nil {
-		return rep, models.Wrap(models.ErrNotFound, op, err, "no database at "+opts.From)
+		return rep, errs.Wrap(errs.ErrNotFound, op, err, "no database at "+opts.From)
 	}
 	if _, err := os.Stat(opts.To); err == nil {
-		return rep, models.Errorf(models.ErrConflict, op, "%s exists; recover writes a new file", opts.To)
+		return rep, errs.Errorf(errs.ErrConflict, op, "%s exists; recover writes a new file", opts.To)
 	}
 	absFrom, _ := filepath.Abs(opts.From)
 	absTo, _ := filepath.Abs(opts.To)
 	if absFrom == absTo {
-		return rep, models.Errorf(models.ErrInvalid, op, "--from and --to are the same file")
+		return rep, errs.Errorf(errs.ErrInvalid, op, "--from and --to are the same file")
 	}
 	// Everything is built in a private work directory beside To (its name
 	// carries this process's id; those of dead processes are removed) and
@@ -131,12 +131,12 @@ func Recover(ctx context.Context, opts RecoverOptions) (*RecoverReport, error) {
 	safefile.RemoveStale(filepath.Dir(absTo), recoverWorkPrefix)
 	tmp, err := os.MkdirTemp(filepath.Dir(absTo), safefile.TempName(recoverWorkPrefix)+"-")
 	if err != nil {
-		return rep, models.Wrap(models.ErrStorage, op, err, "cannot create a work directory beside "+opts.To+": "+sqlitex.Describe(err))
+		return rep, errs.Wrap(errs.ErrStorage, op, err, "cannot create a work directory beside "+opts.To+": "+sqlitex.Describe(err))
 	}
 	defer os.RemoveAll(tmp)
 	work, err := safefile.CreateTemp(tmp, "new-")
 	if err != nil {
-		return rep, models.Wrap(models.ErrStorage, op, err, "cannot create a work file beside "+opts.To+": "+sqlitex.Describe(err))
+		return rep, errs.Wrap(errs.ErrStorage, op, err, "cannot create a work file beside "+opts.To+": "+sqlitex.Describe(err))
 	}
 
 	src, err := openSource(absFrom, tmp, rep)
@@ -169,14 +169,14 @@ func Recover(ctx context.Context, opts RecoverOptions) (*RecoverReport, error) {
 		rep.Doctor.Path = absTo
 	}
 	if !rep.Complete && !opts.AllowPartial {
-		return rep, models.Errorf(models.ErrCorrupt, op, "%d rows of %s could not be read (%s); nothing was kept: rerun with --allow-partial to keep the %d rows saved",
+		return rep, errs.Errorf(errs.ErrCorrupt, op, "%d rows of %s could not be read (%s); nothing was kept: rerun with --allow-partial to keep the %d rows saved",
 			rep.Lost, opts.From, lostSummary(rep), rep.Saved)
 	}
 	if err := safefile.Publish(work, absTo); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return rep, models.Errorf(models.ErrConflict, op, "%s appeared while recover ran; the recovered file was not kept", opts.To)
+			return rep, errs.Errorf(errs.ErrConflict, op, "%s appeared while recover ran; the recovered file was not kept", opts.To)
 		}
-		return rep, models.Wrap(models.ErrStorage, op, err, "cannot name the recovered file "+opts.To+": "+sqlitex.Describe(err))
+		return rep, errs.Wrap(errs.ErrStorage, op, err, "cannot name the recovered file "+opts.To+": "+sqlitex.Describe(err))
 	}
 	return rep, nil
 }
@@ -203,7 +203,7 @@ func openSource(from, tmp string, rep *RecoverReport) (*sql.DB, error) {
 	const op = "recover"
 	f, err := os.Open(from)
 	if err != nil {
-		return nil, models.Wrap(models.ErrStorage, op, err, "cannot read "+from)
+		return nil, errs.Wrap(errs.ErrStorage, op, err, "cannot read "+from)
 	}
 	b := make([]byte, 100)
 	n, _ := io.ReadFull(f, b)
@@ -217,7 +217,7 @@ func openSource(from, tmp string, rep *RecoverReport) (*sql.DB, error) {
 		// connection is read-only: nothing is written.
 		db, err := sql.Open("sqlite", u.String()+"?mode=ro&immutable=1&_pragma=writable_schema(1)")
 		if err != nil {
-			return nil, models.Wrap(models.ErrStorage, op, err, "cannot open "+from)
+			return nil, errs.Wrap(errs.ErrStorage, op, err, "cannot open "+from)
 		}
 		db.SetMaxOpenConns(1)
 		return db, nil
@@ -226,22 +226,22 @@ func openSource(from, tmp string, rep *RecoverReport) (*sql.DB, error) {
 	// or with a rebuilt header.
 	cp := filepath.Join(tmp, "source.db")
 	if err := copyFile(from, cp); err != nil {
-		return nil, models.Wrap(models.ErrStorage, op, err, "cannot copy "+from)
+		return nil, errs.Wrap(errs.ErrStorage, op, err, "cannot copy "+from)
 	}
 	if hdrOK {
 		if err := copyFile(from+"-wal", cp+"-wal"); err != nil {
-			return nil, models.Wrap(models.ErrStorage, op, err, "cannot copy "+from+"-wal")
+			return nil, errs.Wrap(errs.ErrStorage, op, err, "cannot copy "+from+"-wal")
 		}
 		rep.UsedWAL = true
 	} else {
 		if err := rebuildHeader(cp); err != nil {
-			return nil, models.Wrap(models.ErrCorrupt, op, err, "the header of "+from+" is damaged and could not be rebuilt")
+			return nil, errs.Wrap(errs.ErrCorrupt, op, err, "the header of "+from+" is damaged and could not be rebuilt")
 		}
 		rep.HeaderRebuilt = true
 	}
 	db, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: cp, BusyTimeout: time.Second, QueryOnly: true}.DSN()+"&_pragma=writable_schema(1)")
 	if err != nil {
-		return nil, models.Wrap(models.ErrStorage, op, err, "cannot open the copy of "+from)
+		return nil, errs.Wrap(errs.ErrStorage, op, err, "cannot open the copy of "+from)
 	}
 	db.SetMaxOpenConns(1)
 	return db, nil
@@ -321,7 +321,7 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 	const op = "recover"
 	objs, schemaLost, err := readSchema(ctx, src)
 	if err != nil {
-		return models.Wrap(models.ErrCorrupt, op, err, "the schema of "+opts.From+" cannot be read: "+describeErr(err))
+		return errs.Wrap(errs.ErrCorrupt, op, err, "the schema of "+opts.From+" cannot be read: "+describeErr(err))
 	}
 	if schemaLost > 0 {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%d schema rows of the source could not be read; the tables they described are not recovered", schemaLost))
@@ -341,15 +341,15 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 	}
 	dst, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: to, BusyTimeout: 5 * time.Second, Immediate: true}.DSN())
 	if err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "cannot create "+to)
+		return errs.Wrap(errs.ErrStorage, op, err, "cannot create "+to)
 	}
 	defer dst.Close()
 	dst.SetMaxOpenConns(1)
 	if _, err := dst.ExecContext(ctx, "PRAGMA journal_mode="+strings.ToUpper(mode)); err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "cannot create "+to)
+		return errs.Wrap(errs.ErrStorage, op, err, "cannot create "+to)
 	}
 	if err := os.Chmod(to, 0o600); err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "cannot create "+to)
+		return errs.Wrap(errs.ErrStorage, op, err, "cannot create "+to)
 	}
 	// 1. Ordinary tables, with the source's own DDL (column order kept).
 	var tables []string
@@ -427,7 +427,7 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 	// records were copied), then the CJK posting index from the rows.
 	g, err := gormOn(dst)
 	if err != nil {
-		return models.Wrap(models.ErrStorage, op, err, "")
+		return errs.Wrap(errs.ErrStorage, op, err, "")
 	}
 	if err := migrations.Run(ctx, g); err != nil {
 		return err
@@ -437,7 +437,7 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 	if hasCJK > 0 {
 		gc := g.WithContext(ctx)
 		if err := gc.Transaction(func(tx *gorm.DB) error { return hfts.ResetCJKIndex(tx) }); err != nil {
-			return models.Wrap(models.ErrStorage, op, err, "cannot rebuild the CJK index")
+			return errs.Wrap(errs.ErrStorage, op, err, "cannot rebuild the CJK index")
 		}
 		for {
 			var n int
@@ -446,7 +446,7 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 				n, err = hfts.IndexPending(tx, 5000)
 				return err
 			}); err != nil {
-				return models.Wrap(models.ErrStorage, op, err, "cannot rebuild the CJK index")
+				return errs.Wrap(errs.ErrStorage, op, err, "cannot rebuild the CJK index")
 			}
 			if n == 0 {
 				break

@@ -11,9 +11,9 @@ import (
 
 	hfts "github.com/hermesstate/hermesstate/internal/ftsql"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
-	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -61,9 +61,9 @@ type RepairReport struct {
 // counters, and FTS optimisation. Running it again after it finished
 // changes nothing; an interrupted run is finished by the next one.
 //
-// It returns an error wrapping models.ErrCorrupt (and changes nothing) when
+// It returns an error wrapping errs.ErrCorrupt (and changes nothing) when
 // the file has page-level damage: run Recover. Other failures wrap
-// models.ErrStorage or models.ErrBusy; the report then lists the steps that
+// errs.ErrStorage or errs.ErrBusy; the report then lists the steps that
 // committed.
 func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 	if opts.ChunkRows <= 0 {
@@ -80,21 +80,21 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 		}
 	}
 	if before.SchemaVersion > migrations.HermesSchemaVersion {
-		return rep, models.Errorf(models.ErrUnsupported, "repair", "%s has Hermes schema version %d, newer than %d, the newest this hermes-state knows: it is never repaired by this build (nothing was changed); upgrade hermes-state",
+		return rep, errs.Errorf(errs.ErrUnsupported, "repair", "%s has Hermes schema version %d, newer than %d, the newest this hermes-state knows: it is never repaired by this build (nothing was changed); upgrade hermes-state",
 			opts.Path, before.SchemaVersion, migrations.HermesSchemaVersion)
 	}
 	if before.state.unreadable {
-		return rep, models.Errorf(models.ErrCorrupt, "repair", "%s has page-level damage that repair must not write over; salvage it with `hermes-state recover --from %s --to NEW`", opts.Path, opts.Path)
+		return rep, errs.Errorf(errs.ErrCorrupt, "repair", "%s has page-level damage that repair must not write over; salvage it with `hermes-state recover --from %s --to NEW`", opts.Path, opts.Path)
 	}
 	db, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: opts.Path, BusyTimeout: 5 * time.Second, Immediate: true}.DSN())
 	if err != nil {
-		return rep, models.Wrap(models.ErrStorage, "repair", err, "cannot open "+opts.Path)
+		return rep, errs.Wrap(errs.ErrStorage, "repair", err, "cannot open "+opts.Path)
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	g, err := gormOn(db)
 	if err != nil {
-		return rep, models.Wrap(models.ErrStorage, "repair", err, "cannot open "+opts.Path)
+		return rep, errs.Wrap(errs.ErrStorage, "repair", err, "cannot open "+opts.Path)
 	}
 	rp := &repairer{ctx: ctx, db: db, g: g.WithContext(ctx), opts: opts, st: before.state, rep: rep}
 	if err := rp.run(); err != nil {
@@ -153,11 +153,11 @@ func (rp *repairer) mapErr(op string, res sqlitex.RetryResult, err error) error 
 	if err != nil {
 		switch {
 		case sqlitex.IsLock(err):
-			return models.Wrap(models.ErrBusy, "repair", err, fmt.Sprintf("%s: the file stayed locked for %s", op, res.Waited.Round(time.Millisecond)))
+			return errs.Wrap(errs.ErrBusy, "repair", err, fmt.Sprintf("%s: the file stayed locked for %s", op, res.Waited.Round(time.Millisecond)))
 		case sqlitex.IsCorrupt(err):
-			return models.Wrap(models.ErrCorrupt, "repair", err, op+": the file is damaged; run `hermes-state recover`")
+			return errs.Wrap(errs.ErrCorrupt, "repair", err, op+": the file is damaged; run `hermes-state recover`")
 		}
-		return models.Wrap(models.ErrStorage, "repair", err, op+" failed")
+		return errs.Wrap(errs.ErrStorage, "repair", err, op+" failed")
 	}
 	return nil
 }
@@ -172,7 +172,7 @@ func (rp *repairer) run() error {
 		if !dry {
 			var got string
 			if err := rp.db.QueryRowContext(rp.ctx, "PRAGMA journal_mode="+strings.ToUpper(want)).Scan(&got); err != nil {
-				return models.Wrap(models.ErrBusy, "repair", err, "cannot switch the journal mode (another process has the file open?)")
+				return errs.Wrap(errs.ErrBusy, "repair", err, "cannot switch the journal mode (another process has the file open?)")
 			}
 		}
 	}

@@ -1,4 +1,8 @@
-package migrations
+// Package schemaref is Hermes' schema v30 as this module knows it: the
+// embedded DDL (schema_v30.sql) as statements, and the columns each table
+// has there (PRAGMA table_info of an in-memory copy), against which
+// migrations reconcile a file, doctor checks it and Copy maps its columns.
+package schemaref
 
 import (
 	"context"
@@ -16,10 +20,6 @@ import (
 
 //go:embed schema_v30.sql
 var schemaV30 string
-
-// HermesSchemaVersion is the Hermes schema version whose shape a file has
-// after our migrations ran: the value written to schema_version.
-const HermesSchemaVersion = 30
 
 // Statement is one DDL statement of the embedded schema.
 type Statement struct {
@@ -47,7 +47,7 @@ func Schema() []Statement {
 		}
 		m := createRE.FindStringSubmatch(s)
 		if m == nil {
-			panic("migrations: unparsable schema statement: " + s)
+			panic("schemaref: unparsable schema statement: " + s)
 		}
 		out = append(out, Statement{Kind: strings.ToLower(m[2]), Name: m[3], SQL: s})
 	}
@@ -66,7 +66,7 @@ type Column struct {
 
 // Decl renders the column as an ALTER TABLE ADD COLUMN declaration.
 func (c Column) Decl() string {
-	s := quoteIdent(c.Name) + " " + c.Type
+	s := QuoteIdent(c.Name) + " " + c.Type
 	if c.NotNull {
 		s += " NOT NULL"
 	}
@@ -76,7 +76,8 @@ func (c Column) Decl() string {
 	return s
 }
 
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+// QuoteIdent quotes an SQL identifier (double quotes, inner ones doubled).
+func QuoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 var (
 	refOnce sync.Once
@@ -107,7 +108,7 @@ func ReferenceColumns() (map[string][]Column, error) {
 			if st.Kind != "table" {
 				continue
 			}
-			cols, err := tableInfo(ctx, db, st.Name)
+			cols, err := TableInfo(ctx, db, st.Name)
 			if err != nil {
 				refErr = err
 				return
@@ -122,7 +123,7 @@ type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-func tableInfo(ctx context.Context, q queryer, table string) ([]Column, error) {
+func TableInfo(ctx context.Context, q queryer, table string) ([]Column, error) {
 	rows, err := q.QueryContext(ctx, "SELECT cid, name, type, \"notnull\", dflt_value, pk FROM pragma_table_info(?)", table)
 	if err != nil {
 		return nil, err
