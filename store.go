@@ -24,7 +24,6 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/hermesstate/hermesstate/hooks"
 	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
@@ -207,13 +206,11 @@ func (s *Store) openWriter(path string) (*gorm.DB, error) {
 }
 
 // prepare makes the writable store ready for use: the write path's
-// callbacks, the migrations, the search tables.
+// callbacks (repo.RegisterWritePath, the one place they are registered),
+// the migrations, the search tables.
 func (s *Store) prepare(ctx context.Context, w *gorm.DB) error {
 	const op = "open"
-	if err := hooks.Register(w); err != nil {
-		return errs.Wrap(ErrStorage, op, err, "")
-	}
-	if err := repo.RegisterSearchHooks(w, s.db); err != nil {
+	if err := repo.RegisterWritePath(w, s.db); err != nil {
 		return errs.Wrap(ErrStorage, op, err, "")
 	}
 	if err := migrations.Run(ctx, w); err != nil {

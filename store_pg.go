@@ -11,7 +11,6 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/hermesstate/hermesstate/hooks"
 	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
@@ -93,7 +92,8 @@ func (s *Store) openPostgres(ctx context.Context) error {
 		s.db.ReadOnly = "the store was opened read-only; writes are refused"
 	}
 	if !cfg.ReadOnly && s.newer == 0 {
-		if err := hooks.Register(g); err != nil {
+		// The write path's callbacks: repo.RegisterWritePath.
+		if err := repo.RegisterWritePath(g, s.db); err != nil {
 			return errs.Wrap(ErrStorage, op, err, "")
 		}
 		if err := migrations.RunPostgres(ctx, g, cfg.Schema); err != nil {

@@ -2,6 +2,12 @@
 // the same transaction as the write that changes it: the sessions counters
 // (message_count, tool_call_count) on every message insert, and the
 // normalisation of a message row before it is inserted.
+//
+// hermesstate does not call Register on its own: repo.RegisterWritePath
+// (repo/writepath.go) registers these with the rest of the write path's
+// callbacks, in one documented place. Register is for a program that
+// writes Hermes' tables through its own *gorm.DB and wants the same
+// counters.
 package hooks
 
 import (

@@ -216,6 +216,8 @@ func checkAppendable(tx *gorm.DB, op, sessionID string) error {
 // (groupcommit.go): calls made at the same time by several goroutines are
 // committed in one transaction; a lone call is committed alone at once.
 // The id is returned only after the COMMIT that stored the row.
+// The INSERT runs the write path's callbacks (RegisterWritePath,
+// writepath.go): normalisation, the session counters, the CJK index.
 func (r *messageRepo) Append(ctx context.Context, sessionID string, m NewMessage) (int64, error) {
 	const op = "messages.append"
 	if err := checkID(op, sessionID); err != nil {

@@ -15,7 +15,6 @@ import (
 	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
-	"github.com/hermesstate/hermesstate/models"
 )
 
 // SearchOptions are the arguments of Hermes' search_messages besides the
@@ -630,49 +629,6 @@ func (r *searchRepo) CatchUp(ctx context.Context, limit int) (int, error) {
 // cjkGarbageMin is how many edited or deleted messages a catch-up lets
 // gather before it drops their postings.
 const cjkGarbageMin = 1000
-
-// RegisterSearchHooks installs the GORM callback that keeps the CJK index
-// of messages inserted through GORM: their ids are collected (d's
-// deferral) and indexed, or dequeued when they hold no CJK text, in batches
-// inside a later insert transaction (see deferCJK). It returns GORM's
-// registration error.
-func RegisterSearchHooks(db *gorm.DB, d *DB) error {
-	return db.Callback().Create().After("gorm:create").Register("hermesstate:cjk_index", func(tx *gorm.DB) {
-		if tx.Error != nil || tx.Statement.Schema == nil || tx.Statement.Schema.Table != "messages" {
-			return
-		}
-		var ids []int64
-		collect := func(m *models.Message) {
-			if m.ID > 0 {
-				ids = append(ids, m.ID)
-			}
-		}
-		switch v := tx.Statement.Dest.(type) {
-		case *models.Message:
-			collect(v)
-		case []*models.Message:
-			for _, m := range v {
-				collect(m)
-			}
-		case []models.Message:
-			for i := range v {
-				collect(&v[i])
-			}
-		case *[]*models.Message:
-			for _, m := range *v {
-				collect(m)
-			}
-		case *[]models.Message:
-			for i := range *v {
-				collect(&(*v)[i])
-			}
-		}
-		if len(ids) == 0 {
-			return
-		}
-		d.deferCJK(tx.Session(&gorm.Session{NewDB: true}), ids)
-	})
-}
 
 // PrepareSearch runs the checks a writable open owes the FTS layout: when
 // Hermes' native CJK index triggers (messages_fts_cjk_*) are present, which
