@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -36,7 +37,7 @@ func benchStorePathN(b *testing.B, nSess, perSess int) string {
 		st, err := hs.Open(context.Background(), hs.Config{Path: tmp})
 		require.NoError(b, err)
 		require.NoError(b, st.Close())
-		db := rawDB(b, tmp)
+		db := fixturetest.Raw(b, tmp)
 		_, err = db.Exec("PRAGMA synchronous=OFF")
 		require.NoError(b, err)
 		tx, err := db.Begin()
@@ -95,7 +96,7 @@ func openBenchN(b *testing.B, nSess, perSess int) (*hs.Store, *sql.DB) {
 	st, err := hs.Open(context.Background(), hs.Config{Path: path})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = st.Close() })
-	return st, rawDB(b, path)
+	return st, fixturetest.Raw(b, path)
 }
 
 // rawPreviewSQL is the baseline: the same page with a plain first-user-

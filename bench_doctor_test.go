@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 )
 
 // Doctor/repair benchmark store: 1,000 sessions × 200 messages = 200k
@@ -23,7 +24,7 @@ func doctorBenchPath(b *testing.B) string {
 		st, err := hs.Open(context.Background(), hs.Config{Path: tmp})
 		require.NoError(b, err)
 		require.NoError(b, st.Close())
-		db := rawDB(b, tmp)
+		db := fixturetest.Raw(b, tmp)
 		tx, err := db.Begin()
 		require.NoError(b, err)
 		base := 1760000000.0
@@ -114,7 +115,7 @@ func BenchmarkRepair200k(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			p := copyBench(b, path)
-			db := rawDB(b, p)
+			db := fixturetest.Raw(b, p)
 			for _, q := range []string{"DROP TRIGGER messages_fts_insert", "DROP TABLE messages_fts_data",
 				"UPDATE sessions SET message_count = message_count + 1 WHERE rowid % 2 = 0"} {
 				_, err := db.Exec(q)

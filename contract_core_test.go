@@ -12,13 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
 func TestContractSessions(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		v, err := st.SchemaVersion(ctx)
 		require.NoError(t, err)
@@ -59,13 +61,13 @@ func TestContractSessions(t *testing.T) {
 		require.Equal(t, "p1", *c.ParentSessionID)
 
 		_, err = ss.Create(ctx, repo.NewSession{ID: "c2", Source: "cli", ParentSessionID: "missing"})
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 		_, err = ss.Create(ctx, repo.NewSession{ID: "c3", Source: "cli", ParentSessionID: "c3"})
-		requireKind(t, err, hs.ErrInvalid)
+		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 		_, err = ss.Create(ctx, repo.NewSession{ID: "bad\x01id", Source: "cli"})
-		requireKind(t, err, hs.ErrInvalid)
+		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 		_, err = ss.Get(ctx, "nope")
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 
 		// End: the first reason wins; Reopen clears.
 		wrote, err := ss.End(ctx, "p1", "user_exit")
@@ -84,7 +86,7 @@ func TestContractSessions(t *testing.T) {
 		require.Nil(t, got.EndReason)
 		require.Nil(t, got.EndedAt)
 		_, err = ss.End(ctx, "nope", "x")
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 
 		// System prompts are deduplicated; an unused one is removed.
 		require.NoError(t, ss.SetSystemPrompt(ctx, "c1", "You are X"))
@@ -118,7 +120,7 @@ func TestContractSessions(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 5, n)
 
-		// The JSON of a session is the same dict on both backends.
+		// The JSON of a session is the same dict on both storetest.Backends.
 		b, err := json.Marshal(got)
 		require.NoError(t, err)
 		require.Contains(t, string(b), `"system_prompt":"You are Y"`)
@@ -134,8 +136,8 @@ func sessionIDs(ss []models.Session) []string {
 }
 
 func TestContractMessages(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		ss, ms := st.Sessions(), st.Messages()
 		_, err := ss.Create(ctx, repo.NewSession{ID: "s1", Source: "cli"})
 		require.NoError(t, err)
@@ -189,19 +191,19 @@ func TestContractMessages(t *testing.T) {
 		require.EqualValues(t, 6, n)
 
 		_, err = ms.Append(ctx, "missing", repo.NewMessage{Role: "user", Content: models.Text("x")})
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 		_, err = ms.List(ctx, "missing")
-		requireKind(t, err, hs.ErrNotFound)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 		_, err = ms.Append(ctx, "s1", repo.NewMessage{Role: "user", Content: models.Text("bad \xff")})
-		requireKind(t, err, hs.ErrInvalid)
+		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 		_, err = ms.Append(ctx, "s1", repo.NewMessage{Role: ""})
-		requireKind(t, err, hs.ErrInvalid)
+		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 
 		// A session ended by compression refuses appends.
 		_, err = ss.End(ctx, "s1", "compression")
 		require.NoError(t, err)
 		_, err = ms.Append(ctx, "s1", repo.NewMessage{Role: "user", Content: models.Text("late")})
-		requireKind(t, err, hs.ErrConflict)
+		fixturetest.RequireKind(t, err, hs.ErrConflict)
 		n, err = ms.Count(ctx, "")
 		require.NoError(t, err)
 		require.EqualValues(t, 6, n)
@@ -209,8 +211,8 @@ func TestContractMessages(t *testing.T) {
 }
 
 func TestContractUsage(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		cost := func(f float64) *float64 { return &f }
 		// A report for a missing session creates it.
@@ -258,15 +260,15 @@ func TestContractUsage(t *testing.T) {
 		rows, err = st.ModelUsage(ctx, "u1")
 		require.NoError(t, err)
 		require.Len(t, rows, 2)
-		requireKind(t, ss.UpdateTokenCounts(ctx, "", repo.TokenUpdate{InputTokens: 1}), hs.ErrInvalid)
+		fixturetest.RequireKind(t, ss.UpdateTokenCounts(ctx, "", repo.TokenUpdate{InputTokens: 1}), hs.ErrInvalid)
 	})
 }
 
 // TestContractConcurrentWriters: goroutines appending to one session and
 // reporting usage at once lose nothing and keep the counters exact.
 func TestContractConcurrentWriters(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "hot", Source: "cli"})
 		require.NoError(t, err)
 		const workers, each = 6, 25
@@ -319,23 +321,23 @@ func TestContractConcurrentWriters(t *testing.T) {
 }
 
 func TestContractClosed(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		require.NoError(t, st.Close())
 		_, err := st.Sessions().Get(ctx, "x")
-		requireKind(t, err, hs.ErrClosed)
+		fixturetest.RequireKind(t, err, hs.ErrClosed)
 		_, err = st.Messages().Append(ctx, "x", repo.NewMessage{Role: "user"})
-		requireKind(t, err, hs.ErrClosed)
+		fixturetest.RequireKind(t, err, hs.ErrClosed)
 	})
 }
 
 // TestContractExportCleanup: export → import round trip, delete, clear and
-// prune give the same results on both backends.
+// prune give the same results on both storetest.Backends.
 func TestContractExportCleanup(t *testing.T) {
-	for _, b := range backends {
+	for _, b := range storetest.Backends {
 		t.Run(string(b), func(t *testing.T) {
-			st := openBackend(t, b)
-			ctx := ctxT(t)
+			st := storetest.Open(t, b, hs.Config{})
+			ctx := fixturetest.Ctx(t)
 			ss, ms, cl := st.Sessions(), st.Messages(), st.Cleanup()
 			old := models.Epoch(1767225600)
 			for _, id := range []string{"old1", "old2", "new1"} {
@@ -357,7 +359,7 @@ func TestContractExportCleanup(t *testing.T) {
 			n, err := st.Portability().WriteJSONL(ctx, &buf, repo.ExportFilter{}, nil, nil)
 			require.NoError(t, err)
 			require.EqualValues(t, 3, n)
-			other := openBackend(t, b)
+			other := storetest.Open(t, b, hs.Config{})
 			_, err = other.Portability().Import(ctx, bytes.NewReader(buf.Bytes()), nil)
 			require.NoError(t, err)
 			requireSameCounts(t, st, other)
@@ -384,9 +386,9 @@ func TestContractExportCleanup(t *testing.T) {
 
 func requireSameCounts(t *testing.T, a, b *hs.Store) {
 	t.Helper()
-	ca, err := a.TableCounts(ctxT(t))
+	ca, err := a.TableCounts(fixturetest.Ctx(t))
 	require.NoError(t, err)
-	cb, err := b.TableCounts(ctxT(t))
+	cb, err := b.TableCounts(fixturetest.Ctx(t))
 	require.NoError(t, err)
 	delete(ca, "state_meta")
 	delete(cb, "state_meta")

@@ -12,6 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
+	"github.com/hermesstate/hermesstate/internal/pgtest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -41,7 +44,7 @@ func jsonOf(t *testing.T, v any) string {
 // listings, titles, state_meta.
 func requireSameStore(t *testing.T, a, b *hs.Store) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := fixturetest.Ctx(t)
 	ca, err := a.TableCounts(ctx)
 	require.NoError(t, err)
 	cb, err := b.TableCounts(ctx)
@@ -127,16 +130,16 @@ func requireSameStore(t *testing.T, a, b *hs.Store) {
 // into a fresh PostgreSQL schema and expects the same store back, the
 // source file unchanged.
 func TestCopyFixturesToPostgres(t *testing.T) {
-	pgTestDSN(t)
-	for _, f := range LoadFixtures(t) {
+	pgtest.DSN(t)
+	for _, f := range fixturetest.LoadFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			ctx := ctxT(t)
+			ctx := fixturetest.Ctx(t)
 			path := f.CopyDB(t)
 			before := fileHash(t, path)
 			src, cleanup, err := hs.OpenSnapshot(ctx, path, hs.Config{})
 			require.NoError(t, err)
 			defer cleanup()
-			dst := openBackend(t, backendPostgres)
+			dst := storetest.Open(t, storetest.Postgres, hs.Config{})
 			var calls int
 			var last int64
 			stats, err := hs.Copy(ctx, src, dst, hs.CopyOptions{BatchRows: 7, Progress: func(table string, done, total int64) {
@@ -164,22 +167,22 @@ func TestCopyFixturesToPostgres(t *testing.T) {
 			if err == nil {
 				require.Greater(t, id, n)
 			} else {
-				requireKind(t, err, hs.ErrConflict) // ended by compression
+				fixturetest.RequireKind(t, err, hs.ErrConflict) // ended by compression
 			}
 
 			// A second copy into the now non-empty target is refused.
 			_, err = hs.Copy(ctx, src, dst, hs.CopyOptions{})
-			requireKind(t, err, hs.ErrConflict)
+			fixturetest.RequireKind(t, err, hs.ErrConflict)
 		})
 	}
 }
 
 func TestCopyRefusals(t *testing.T) {
 	ctx := context.Background()
-	a := openBackend(t, backendSQLite)
-	b := openBackend(t, backendSQLite)
+	a := storetest.Open(t, storetest.SQLite, hs.Config{})
+	b := storetest.Open(t, storetest.SQLite, hs.Config{})
 	_, err := hs.Copy(ctx, a, b, hs.CopyOptions{})
-	requireKind(t, err, hs.ErrInvalid)
+	fixturetest.RequireKind(t, err, hs.ErrInvalid)
 	_, _, err = hs.OpenSnapshot(ctx, "/nonexistent/state.db", hs.Config{})
-	requireKind(t, err, hs.ErrNotFound)
+	fixturetest.RequireKind(t, err, hs.ErrNotFound)
 }

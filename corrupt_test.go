@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -71,7 +72,7 @@ func TestCorruptionWhileOpenStopsWrites(t *testing.T) {
 	ids := fillStore(t, st, 3, 20)
 	acked := 60
 
-	raw := rawDB(t, path)
+	raw := fixturetest.Raw(t, path)
 	var pageSize int64
 	require.NoError(t, raw.QueryRow("PRAGMA page_size").Scan(&pageSize))
 	_, err := raw.Exec("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -30,7 +31,7 @@ func damageTargets(t *testing.T) []damageTarget {
 	t.Helper()
 	ctx := context.Background()
 	var out []damageTarget
-	for _, f := range LoadFixtures(t) {
+	for _, f := range fixturetest.LoadFixtures(t) {
 		p := f.CopyDB(t)
 		st, err := hs.Open(ctx, hs.Config{Path: p})
 		require.NoError(t, err)
@@ -75,7 +76,7 @@ var rowTables = []string{"sessions", "messages", "session_model_usage", "state_m
 // rowids returns the rowids of every row table, read from a healthy file.
 func rowids(t *testing.T, path string) map[string][]int64 {
 	t.Helper()
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	out := map[string][]int64{}
 	for _, tb := range rowTables {
 		rows, err := db.Query("SELECT rowid FROM " + tb + " ORDER BY rowid")
@@ -129,7 +130,7 @@ func seedOf(s string) uint64 {
 
 func pageSizeOf(t *testing.T, path string) int64 {
 	var ps int64
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	require.NoError(t, db.QueryRow("PRAGMA page_size").Scan(&ps))
 	require.NoError(t, db.Close())
 	return ps
@@ -137,7 +138,7 @@ func pageSizeOf(t *testing.T, path string) int64 {
 
 // usedPages returns the pages of name (table or index) from dbstat.
 func usedPages(t *testing.T, path, name string) []int64 {
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	defer db.Close()
 	rows, err := db.Query("SELECT pageno FROM dbstat WHERE name = ? ORDER BY pageno", name)
 	require.NoError(t, err)
@@ -153,7 +154,7 @@ func usedPages(t *testing.T, path, name string) []int64 {
 
 func execRaw(t *testing.T, path string, stmts ...string) {
 	t.Helper()
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	for _, s := range stmts {
 		_, err := db.Exec(s)
 		require.NoError(t, err, s)
@@ -243,7 +244,7 @@ func damages() []damage {
 
 func countRows(t *testing.T, path string) map[string]int {
 	t.Helper()
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	defer db.Close()
 	out := map[string]int{}
 	for _, tb := range rowTables {
@@ -349,7 +350,7 @@ func TestDamageDoctorRepairRecover(t *testing.T) {
 				require.NoError(t, err)
 				requireHealthy(t, full)
 				if d.name == "delete_triggers" {
-					db := rawDB(t, path)
+					db := fixturetest.Raw(t, path)
 					var n int
 					require.NoError(t, db.QueryRow(`SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'quokkasaurus'`).Scan(&n))
 					require.Equal(t, 1, n, "the message written without triggers is searchable after repair")
@@ -432,7 +433,7 @@ func total(m map[string][]int64) int {
 // withoutPlaceholders drops the session rows repair adds for messages whose
 // session row was lost (source 'recovered').
 func withoutPlaceholders(t *testing.T, path string, ids []int64) []int64 {
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	defer db.Close()
 	var out []int64
 	for _, id := range ids {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 )
 
 func requireHealthy(t testing.TB, r *hs.DoctorReport) {
@@ -21,7 +22,7 @@ func requireHealthy(t testing.TB, r *hs.DoctorReport) {
 // passes doctor (quick and full) with nothing wrong.
 func TestDoctorFixturesAfterAdoption(t *testing.T) {
 	ctx := context.Background()
-	for _, f := range LoadFixtures(t) {
+	for _, f := range fixturetest.LoadFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			path := f.CopyDB(t)
 			before, err := hs.Doctor(ctx, hs.Config{Path: path}, hs.DoctorOptions{})

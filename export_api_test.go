@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -40,12 +42,12 @@ func parseLines(t *testing.T, b []byte) []map[string]any {
 }
 
 // compareExported checks one exported session against Hermes' dict.
-func compareExported(t *testing.T, f *apiFixture, want map[string]any, got map[string]any, where string) {
+func compareExported(t *testing.T, f *fixturetest.APIFixture, want map[string]any, got map[string]any, where string) {
 	wm, _ := want["messages"].([]any)
 	gm, _ := got["messages"].([]any)
 	require.Len(t, gm, len(wm), where)
 	for i := range wm {
-		subsetEq(t, wm[i].(map[string]any), gm[i], fmt.Sprintf("%s message %d", where, i))
+		fixturetest.SubsetEq(t, wm[i].(map[string]any), gm[i], fmt.Sprintf("%s message %d", where, i))
 	}
 	ws := map[string]any{}
 	for k, v := range want {
@@ -53,15 +55,15 @@ func compareExported(t *testing.T, f *apiFixture, want map[string]any, got map[s
 			ws[k] = v
 		}
 	}
-	subsetEq(t, upgraded(t, f, ws, got), got, where)
+	fixturetest.SubsetEq(t, fixturetest.Upgraded(t, f, ws, got), got, where)
 }
 
 func TestExportFixtures(t *testing.T) {
 	ctx := context.Background()
-	for _, f := range loadAPIFixtures(t) {
+	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			st := openFixture(t, f)
-			if f.absent("export_session") {
+			st := storetest.FixtureStore(t, f.Fixture)
+			if f.Absent("export_session") {
 				return
 			}
 			var ex struct {
@@ -103,9 +105,9 @@ func TestExportFixtures(t *testing.T) {
 // gives identical JSONL; a second import adds nothing.
 func TestExportImportRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	for _, f := range loadAPIFixtures(t) {
+	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			src := openFixture(t, f)
+			src := storetest.FixtureStore(t, f.Fixture)
 			a := exportLines(t, src, repo.ExportFilter{})
 			dst, dstPath := openTemp(t)
 			res, err := dst.Portability().Import(ctx, bytes.NewReader(a), nil)
@@ -169,10 +171,10 @@ func TestImportDetachesMissingParentsAndRejectsBadInput(t *testing.T) {
 	require.Zero(t, res.Detached)
 	s, err = dst2.Sessions().Get(ctx, "c")
 	require.NoError(t, err)
-	require.Equal(t, "p", deref(s.ParentSessionID))
+	require.Equal(t, "p", fixturetest.Deref(s.ParentSessionID))
 	p, err := dst2.Sessions().Get(ctx, "p")
 	require.NoError(t, err)
-	require.Equal(t, "be brief", deref(p.SystemPrompt))
+	require.Equal(t, "be brief", fixturetest.Deref(p.SystemPrompt))
 
 	for _, bad := range []string{`[1]`, `{"id": "x"`, `{"id": "", "source": "cli"}`, `{"id": "y", "source": "cli", "messages": [{"role": ""}]}`, `nope`} {
 		_, err := dst2.Portability().Import(ctx, bytes.NewReader([]byte(bad)), nil)
@@ -184,7 +186,7 @@ func TestImportDetachesMissingParentsAndRejectsBadInput(t *testing.T) {
 // session.
 func noOrphans(t testing.TB, path string) {
 	t.Helper()
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	for _, q := range []string{
 		"SELECT COUNT(*) FROM messages WHERE session_id NOT IN (SELECT id FROM sessions)",
 		"SELECT COUNT(*) FROM session_model_usage WHERE session_id NOT IN (SELECT id FROM sessions)",
@@ -206,10 +208,10 @@ func counts(t testing.TB, db *sql.DB, q string, args ...any) int {
 
 func TestDeleteAndPruneFixtures(t *testing.T) {
 	ctx := context.Background()
-	for _, f := range loadAPIFixtures(t) {
+	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			broken := ftsBrokenBefore(t, f.fx)
-			st, path := f.fx.Open(t)
+			broken := ftsBrokenBefore(t, f.Fixture)
+			st, path := storetest.Fixture(t, f.Fixture)
 			sub, err := st.Sessions().Get(ctx, "20260105_091800_sub777")
 			require.NoError(t, err)
 			want := []string{"20260105_091500_a1b2c3"}
@@ -291,7 +293,7 @@ func TestCleanupFresh(t *testing.T) {
 	require.Nil(t, br.ParentSessionID, "branch child orphaned")
 	noOrphans(t, path)
 	checkFTSIntegrity(t, path, nil)
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	require.Equal(t, 0, counts(t, db, "SELECT COUNT(*) FROM system_prompts WHERE prompt = 'only p'"))
 	require.Equal(t, 1, counts(t, db, "SELECT COUNT(*) FROM system_prompts WHERE prompt = 'shared'"))
 
@@ -408,7 +410,7 @@ func TestImportSessionIsAtomic(t *testing.T) {
 			require.ErrorIs(t, err, hs.ErrInvalid)
 			require.EqualValues(t, 1, res.Sessions)
 			require.EqualValues(t, 3, res.Messages)
-			db := rawDB(t, dstPath)
+			db := fixturetest.Raw(t, dstPath)
 			require.Zero(t, counts(t, db, "SELECT COUNT(*) FROM sessions WHERE id IN ('b-large', 'c-last')"))
 			require.Zero(t, counts(t, db, "SELECT COUNT(*) FROM messages WHERE session_id IN ('b-large', 'c-last')"))
 			require.Equal(t, 3, counts(t, db, "SELECT COUNT(*) FROM messages"))

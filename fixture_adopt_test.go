@@ -7,27 +7,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 
 	_ "github.com/glebarez/go-sqlite"
 )
-
-// rawDB opens a plain database/sql connection to a file (no hermesstate).
-func rawDB(t testing.TB, path string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
-	require.NoError(t, err)
-	db.SetMaxOpenConns(1)
-	t.Cleanup(func() { _ = db.Close() })
-	return db
-}
 
 // dumpTable returns every row of table in rowid order as column → value,
 // with values shaped like the fixture JSON (BLOB → {"hex": ...}).
@@ -70,11 +61,11 @@ func dumpTable(t testing.TB, db *sql.DB, table string) []map[string]any {
 // same values, except the columns the Hermes data steps the file's version
 // lacks are documented to rewrite.
 func TestFixtureAdoptionKeepsRows(t *testing.T) {
-	for _, f := range LoadFixtures(t) {
+	for _, f := range fixturetest.LoadFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			st, path := f.Open(t)
+			st, path := storetest.Fixture(t, f)
 			require.NoError(t, st.Close())
-			db := rawDB(t, path)
+			db := fixturetest.Raw(t, path)
 			var want map[string][]map[string]any
 			f.Get(t, "rows", &want)
 			tables := make([]string, 0, len(want))
@@ -97,9 +88,9 @@ func TestFixtureAdoptionKeepsRows(t *testing.T) {
 				for _, r := range got {
 					gotRows = append(gotRows, r)
 				}
-				byKey := indexRows(table, toAny(gotRows).([]any))
+				byKey := indexRows(table, fixturetest.ToAny(gotRows).([]any))
 				for i, w := range want[table] {
-					wm := toAny(w).(map[string]any)
+					wm := fixturetest.ToAny(w).(map[string]any)
 					g, ok := byKey[rowKey(table, wm)]
 					require.Truef(t, ok, "%s row %d (%s) lost after adoption", table, i, rowKey(table, wm))
 					if table == "sessions" {
@@ -111,7 +102,7 @@ func TestFixtureAdoptionKeepsRows(t *testing.T) {
 							delete(wm, "system_prompt_hash")
 						}
 					}
-					if d := jsonDiff(table, wm, g, true); d != "" {
+					if d := fixturetest.JSONDiff(table, wm, g, true); d != "" {
 						t.Errorf("%s row %d changed by adoption:\n%s", table, i, d)
 					}
 				}
@@ -161,9 +152,9 @@ func indexRows(table string, rows []any) map[string]map[string]any {
 // conversation replay with what Hermes returned on the same file.
 func TestFixtureReadBack(t *testing.T) {
 	ctx := context.Background()
-	for _, f := range LoadFixtures(t) {
+	for _, f := range fixturetest.LoadFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			st, _ := f.Open(t)
+			st, _ := storetest.Fixture(t, f)
 			var sessions map[string]any
 			f.Get(t, "sessions", &sessions)
 			require.NotEmpty(t, sessions)
@@ -185,7 +176,7 @@ func TestFixtureReadBack(t *testing.T) {
 						}
 					}
 				}
-				if d := jsonDiff("session "+id, wm, toAny(got), true); d != "" {
+				if d := fixturetest.JSONDiff("session "+id, wm, fixturetest.ToAny(got), true); d != "" {
 					t.Errorf("get_session(%s) differs:\n%s", id, d)
 				}
 			}
@@ -194,7 +185,7 @@ func TestFixtureReadBack(t *testing.T) {
 			for id, want := range msgs {
 				got, err := st.Messages().List(ctx, id)
 				require.NoError(t, err, id)
-				if d := jsonDiff("messages "+id, want, toAny(got), true); d != "" {
+				if d := fixturetest.JSONDiff("messages "+id, want, fixturetest.ToAny(got), true); d != "" {
 					t.Errorf("get_messages(%s) differs:\n%s", id, d)
 				}
 			}
@@ -207,31 +198,16 @@ func TestFixtureReadBack(t *testing.T) {
 			for id, want := range convs {
 				got, err := st.Messages().Conversation(ctx, id, repo.ConversationOptions{KeepMemoryContext: keep})
 				require.NoError(t, err, id)
-				g := toAny(got).([]any)
+				g := fixturetest.ToAny(got).([]any)
 				for i := range g {
 					if i < len(want) {
-						trimToVersion(g[i].(map[string]any), want[i].(map[string]any))
+						fixturetest.TrimToVersion(g[i].(map[string]any), want[i].(map[string]any))
 					}
 				}
-				if d := jsonDiff("conversation "+id, want, g, false); d != "" {
+				if d := fixturetest.JSONDiff("conversation "+id, want, g, false); d != "" {
 					t.Errorf("get_messages_as_conversation(%s) differs:\n%s", id, d)
 				}
 			}
 		})
 	}
 }
-
-// trimToVersion removes from a replay item the keys that older Hermes
-// versions did not emit at all (they had no such field), so the rest is
-// compared exactly.
-func trimToVersion(got, want map[string]any) {
-	for _, k := range []string{"_db_persisted", "timestamp", "message_id", "finish_reason", "reasoning", "reasoning_content",
-		"reasoning_details", "codex_reasoning_items", "codex_message_items", "api_content", "display_kind", "display_metadata",
-		"effect_disposition", "observed"} {
-		if _, ok := want[k]; !ok {
-			delete(got, k)
-		}
-	}
-}
-
-var _ = strings.TrimSpace

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -44,11 +46,11 @@ func richOptions(t *testing.T, kw map[string]any) repo.RichOptions {
 
 func TestListingFixtures(t *testing.T) {
 	ctx := context.Background()
-	for _, f := range loadAPIFixtures(t) {
+	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			st := openFixture(t, f)
+			st := storetest.FixtureStore(t, f.Fixture)
 			compared := 0
-			if !f.absent("list_sessions_rich") {
+			if !f.Absent("list_sessions_rich") {
 				for _, c := range f.Recent {
 					var res []map[string]any
 					if json.Unmarshal(c.Results, &res) != nil || string(c.Results) == "null" {
@@ -64,7 +66,7 @@ func TestListingFixtures(t *testing.T) {
 					where := fmt.Sprintf("%v", c.Kwargs)
 					require.Len(t, got, len(res), where)
 					for i := range res {
-						subsetEq(t, upgraded(t, f, res[i], got[i]), got[i], fmt.Sprintf("%s row %d", where, i))
+						fixturetest.SubsetEq(t, fixturetest.Upgraded(t, f, res[i], got[i]), got[i], fmt.Sprintf("%s row %d", where, i))
 						_, wantRoot := res[i]["_lineage_root_id"]
 						require.Equal(t, wantRoot, got[i].LineageRootID != "", where)
 					}
@@ -72,8 +74,8 @@ func TestListingFixtures(t *testing.T) {
 				}
 				require.NotZero(t, compared)
 			}
-			if !f.absent("search_sessions") {
-				for _, e := range f.extras("search_sessions") {
+			if !f.Absent("search_sessions") {
+				for _, e := range f.ExtrasOf("search_sessions") {
 					var res []map[string]any
 					require.NoError(t, json.Unmarshal(e.Result, &res))
 					var src []string
@@ -84,11 +86,11 @@ func TestListingFixtures(t *testing.T) {
 					require.NoError(t, err)
 					require.Len(t, got, len(res))
 					for i := range res {
-						subsetEq(t, upgraded(t, f, res[i], got[i]), got[i], fmt.Sprintf("search_sessions %v row %d", e.Kwargs, i))
+						fixturetest.SubsetEq(t, fixturetest.Upgraded(t, f, res[i], got[i]), got[i], fmt.Sprintf("search_sessions %v row %d", e.Kwargs, i))
 					}
 				}
 			}
-			for _, e := range f.extras("session_count") {
+			for _, e := range f.ExtrasOf("session_count") {
 				var want int64
 				require.NoError(t, json.Unmarshal(e.Result, &want))
 				src, _ := e.Kwargs["source"].(string)
@@ -96,7 +98,7 @@ func TestListingFixtures(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, want, n, "session_count %v", e.Kwargs)
 			}
-			for _, e := range f.extras("message_count") {
+			for _, e := range f.ExtrasOf("message_count") {
 				var want int64
 				require.NoError(t, json.Unmarshal(e.Result, &want))
 				id := ""
@@ -107,11 +109,11 @@ func TestListingFixtures(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, want, n, "message_count %v", e.Args)
 			}
-			if !f.absent("count_empty_sessions") {
-				for _, e := range f.extras("count_empty_sessions") {
+			if !f.Absent("count_empty_sessions") {
+				for _, e := range f.ExtrasOf("count_empty_sessions") {
 					n, err := st.Listing().CountEmpty(ctx)
 					require.NoError(t, err)
-					jsonEq(t, e.Result, n)
+					fixturetest.JSONEq(t, e.Result, n)
 				}
 			}
 		})
@@ -119,7 +121,7 @@ func TestListingFixtures(t *testing.T) {
 }
 
 func TestListingFresh(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		ss, ms, lin, ls := st.Sessions(), st.Messages(), st.Lineage(), st.Listing()
 		base := 1767000000.0
@@ -241,7 +243,7 @@ func TestListingFresh(t *testing.T) {
 // exact order: check it against a brute-force order, with pages that need
 // one round and pages that need a wider scan.
 func TestListingByActivityBounded(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		ss, ms := st.Sessions(), st.Messages()
 		base := 1767000000.0

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -36,7 +37,7 @@ func agedStore(t *testing.T, cfg hs.Config) (string, []string) {
 	}
 	recent := fillStore(t, st, 2, 3)
 	require.NoError(t, st.Close())
-	db := rawDB(t, cfg.Path)
+	db := fixturetest.Raw(t, cfg.Path)
 	for _, id := range old {
 		_, err := db.Exec("UPDATE sessions SET started_at = started_at - 200*86400, ended_at = ended_at - 200*86400 WHERE id = ?", id)
 		require.NoError(t, err)
@@ -74,7 +75,7 @@ func TestMaintainPruneVacuumBackupRotation(t *testing.T) {
 	br, err := hs.Doctor(ctx, hs.Config{Path: rep.Backup, JournalMode: hs.JournalDelete}, hs.DoctorOptions{})
 	require.NoError(t, err)
 	requireHealthy(t, br)
-	bdb := rawDB(t, rep.Backup)
+	bdb := fixturetest.Raw(t, rep.Backup)
 	var bn int
 	require.NoError(t, bdb.QueryRow("SELECT count(*) FROM sessions").Scan(&bn))
 	require.Equal(t, 14, bn)

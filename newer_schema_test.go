@@ -45,15 +45,15 @@ func TestNewerSchemaFileIsNeverRewritten(t *testing.T) {
 	require.NotEmpty(t, bm)
 
 	_, err = st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
-	requireKind(t, err, hs.ErrUnsupported)
+	fixturetest.RequireKind(t, err, hs.ErrUnsupported)
 	require.Contains(t, err.Error(), "31")
 	require.Contains(t, err.Error(), "30")
 	_, err = st.Messages().Append(ctx, rows[0].ID, repo.NewMessage{Role: "user", Content: models.Text("x")})
-	requireKind(t, err, hs.ErrUnsupported)
+	fixturetest.RequireKind(t, err, hs.ErrUnsupported)
 	err = st.Sessions().UpdateTokenCounts(ctx, rows[0].ID, repo.TokenUpdate{InputTokens: 5, Model: "m"})
-	requireKind(t, err, hs.ErrUnsupported)
+	fixturetest.RequireKind(t, err, hs.ErrUnsupported)
 	_, err = st.Cleanup().Vacuum(ctx, true)
-	requireKind(t, err, hs.ErrUnsupported)
+	fixturetest.RequireKind(t, err, hs.ErrUnsupported)
 	require.NoError(t, st.Close())
 
 	require.Equal(t, before, fixturetest.SHA256(t, path), "the newer file was written to")
@@ -79,7 +79,7 @@ func TestNewerSchemaFileIsNeverRewritten(t *testing.T) {
 	require.Empty(t, rep.PendingMigrations)
 
 	_, err = hs.Repair(ctx, hs.Config{Path: path}, hs.RepairOptions{})
-	requireKind(t, err, hs.ErrUnsupported)
+	fixturetest.RequireKind(t, err, hs.ErrUnsupported)
 	require.Equal(t, before, fixturetest.SHA256(t, path), "repair wrote to the newer file")
 	require.Equal(t, listing, fixturetest.Listing(t, dir), "files were created or changed beside the newer file")
 }
@@ -126,7 +126,7 @@ func TestNewerSchemaPostgres(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, s.ID, got.ID)
 	_, err = st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
-	requireKind(t, err, hs.ErrUnsupported)
+	fixturetest.RequireKind(t, err, hs.ErrUnsupported)
 	require.Contains(t, err.Error(), "31")
 	n := pgtest.QueryInt(t, dsn, "SELECT count(*) FROM pg_indexes WHERE schemaname = '"+schema+"' AND indexname = 'idx_hermesstate_messages_activity'")
 	require.Zero(t, n, "a migration ran on a newer schema")

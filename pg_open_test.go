@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/internal/pgtest"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -58,20 +59,20 @@ func TestPostgresConcurrentOpensMigrateOnce(t *testing.T) {
 	_, err = ro.Sessions().Create(ctx, repo.NewSession{ID: "y", Source: "cli"})
 	require.Error(t, err)
 	_, err = hs.Open(ctx, hs.Config{DSN: dsn, Schema: pgtest.NewSchemaName("absent"), ReadOnly: true})
-	requireKind(t, err, hs.ErrNotFound)
+	fixturetest.RequireKind(t, err, hs.ErrNotFound)
 }
 
 func TestPostgresOpenErrors(t *testing.T) {
 	ctx := context.Background()
 	_, err := hs.Open(ctx, hs.Config{Driver: hs.DriverPostgres})
-	requireKind(t, err, hs.ErrInvalid)
+	fixturetest.RequireKind(t, err, hs.ErrInvalid)
 	_, err = hs.Open(ctx, hs.Config{DSN: "postgres://127.0.0.1:1/x?sslmode=disable&connect_timeout=2", Schema: "ok"})
-	requireKind(t, err, hs.ErrStorage)
+	fixturetest.RequireKind(t, err, hs.ErrStorage)
 	_, err = hs.Open(ctx, hs.Config{DSN: "postgres://127.0.0.1:1/x", Schema: "bad-name; drop"})
-	requireKind(t, err, hs.ErrInvalid)
+	fixturetest.RequireKind(t, err, hs.ErrInvalid)
 	_, err = hs.Open(ctx, hs.Config{Driver: "mysql"})
-	requireKind(t, err, hs.ErrInvalid)
+	fixturetest.RequireKind(t, err, hs.ErrInvalid)
 	// A postgres:// URL in Path selects PostgreSQL.
 	_, err = hs.Open(ctx, hs.Config{Path: "postgres://127.0.0.1:1/x?connect_timeout=2&sslmode=disable"})
-	requireKind(t, err, hs.ErrStorage)
+	fixturetest.RequireKind(t, err, hs.ErrStorage)
 }

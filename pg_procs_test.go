@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/internal/pgtest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
@@ -54,7 +55,7 @@ func TestPostgresProcHelper(t *testing.T) {
 func TestPostgresFourProcessesAppend(t *testing.T) {
 	dsn, schema := pgtest.Schema(t)
 	const procs, each = 4, 1000
-	ctx := ctxT(t)
+	ctx := fixturetest.Ctx(t)
 	st, err := hs.Open(ctx, hs.Config{DSN: dsn, Schema: schema})
 	require.NoError(t, err)
 	defer st.Close()

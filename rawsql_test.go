@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 )
 
 // storeSQL opens a plain database/sql handle on the database behind st
@@ -18,12 +20,12 @@ import (
 func storeSQL(t *testing.T, st *hs.Store) *sql.DB {
 	t.Helper()
 	if st.Driver() == hs.DriverPostgres {
-		db, err := sql.Open("pgx", pgDSNFor(t, st))
+		db, err := sql.Open("pgx", storetest.PostgresDSN(t, st))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = db.Close() })
 		return db
 	}
-	return rawDB(t, st.Path())
+	return fixturetest.Raw(t, st.Path())
 }
 
 // rebind turns ? placeholders into $n for PostgreSQL.

@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/migrations"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
@@ -31,8 +33,8 @@ func openTemp(t testing.TB) (*hs.Store, string) {
 // and fills it with rows written by plain SQL, as another program would.
 func buildHermesShapedFile(t *testing.T) string {
 	t.Helper()
-	var v30 *Fixture
-	for _, f := range LoadFixtures(t) {
+	var v30 *fixturetest.Fixture
+	for _, f := range fixturetest.LoadFixtures(t) {
 		if f.Version == 30 {
 			v30 = f
 		}
@@ -45,7 +47,7 @@ func buildHermesShapedFile(t *testing.T) string {
 	}
 	v30.Get(t, "sqlite_master", &master)
 	path := filepath.Join(t.TempDir(), "state.db")
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	_, err := db.Exec("PRAGMA journal_mode=WAL")
 	require.NoError(t, err)
 	order := map[string]int{"table": 0, "view": 1, "index": 2, "trigger": 3}
@@ -108,21 +110,21 @@ func TestHermesShapedFileAdoptedAndReadBack(t *testing.T) {
 
 	conv, err := st.Messages().Conversation(ctx, "s1", repo.ConversationOptions{})
 	require.NoError(t, err)
-	got := toAny(conv)
-	want := toAny([]map[string]any{
+	got := fixturetest.ToAny(conv)
+	want := fixturetest.ToAny([]map[string]any{
 		{"role": "user", "content": "How do I fix the docker deployment?", "_db_persisted": true, "timestamp": 1767604502.125},
 		{"role": "assistant", "content": nil, "_db_persisted": true, "timestamp": 1767604503.5, "finish_reason": "tool_calls", "reasoning": "look first",
 			"tool_calls": []any{map[string]any{"id": "call_1", "type": "function", "function": map[string]any{"name": "terminal", "arguments": `{"command": "ls"}`}}}},
 		{"role": "tool", "content": "a.txt", "_db_persisted": true, "timestamp": 1767604504.0, "tool_call_id": "call_1", "tool_name": "terminal"},
 		{"role": "assistant", "content": "", "_db_persisted": true, "timestamp": 1767604505.0},
 	})
-	require.Empty(t, jsonDiff("conversation", want, got, false))
+	require.Empty(t, fixturetest.JSONDiff("conversation", want, got, false))
 
 	// The file keeps working for Hermes: its FTS triggers still index our rows.
 	id, err := st.Messages().Append(ctx, "s2", repo.NewMessage{Role: "assistant", Content: models.Text("zebra-unique-token reply")})
 	require.NoError(t, err)
 	require.NoError(t, st.Close())
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	var hit int64
 	require.NoError(t, db.QueryRow(`SELECT rowid FROM messages_fts WHERE messages_fts MATCH '"zebra"'`).Scan(&hit))
 	require.Equal(t, id, hit)
@@ -138,7 +140,7 @@ func TestHermesShapedFileAdoptedAndReadBack(t *testing.T) {
 // adoption, closes, reopens and checks rows and counters.
 func TestAppendToFixtureAndReopen(t *testing.T) {
 	ctx := context.Background()
-	for _, f := range LoadFixtures(t) {
+	for _, f := range fixturetest.LoadFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			path := f.CopyDB(t)
 			st, err := hs.Open(ctx, hs.Config{Path: path})
@@ -173,7 +175,7 @@ func TestAppendToFixtureAndReopen(t *testing.T) {
 			after, err := st.Messages().List(ctx, target.ID)
 			require.NoError(t, err)
 			require.Len(t, after, len(before)+2)
-			require.Empty(t, jsonDiff("original rows", toAny(before), toAny(after[:len(before)]), false))
+			require.Empty(t, fixturetest.JSONDiff("original rows", fixturetest.ToAny(before), fixturetest.ToAny(after[:len(before)]), false))
 			require.Equal(t, "appended after adoption", *after[len(before)].Content)
 			s, err := st.Sessions().Get(ctx, target.ID)
 			require.NoError(t, err)
@@ -200,7 +202,7 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state.db")
 			if name != "fresh" {
-				for _, f := range LoadFixtures(t) {
+				for _, f := range fixturetest.LoadFixtures(t) {
 					if f.Name == name {
 						path = f.CopyDB(t)
 					}
@@ -222,7 +224,7 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 				require.NoError(t, errs[i], "opener %d", i)
 				require.NoError(t, stores[i].Close())
 			}
-			db := rawDB(t, path)
+			db := fixturetest.Raw(t, path)
 			var ids, distinct, versions int
 			require.NoError(t, db.QueryRow(`SELECT count(*), count(DISTINCT id) FROM `+migrations.TableName).Scan(&ids, &distinct))
 			require.Equal(t, len(migrations.List()), ids)
@@ -241,8 +243,8 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 
 func TestFileModes(t *testing.T) {
 	ctx := context.Background()
-	old := syscallUmask(0o022)
-	defer syscallUmask(old)
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
 	st, path := openTemp(t)
 	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
 	require.NoError(t, err)
@@ -328,7 +330,7 @@ func TestErrorsAreTyped(t *testing.T) {
 // file and PRAGMA integrity_check on the file.
 func checkFTSIntegrity(t testing.TB, path string, skip map[string]bool) {
 	t.Helper()
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	if len(skip) == 0 {
 		var ok string
 		require.NoError(t, db.QueryRow("PRAGMA integrity_check").Scan(&ok))
@@ -354,9 +356,9 @@ func checkFTSIntegrity(t testing.TB, path string, skip map[string]bool) {
 
 // ftsBrokenBefore returns the FTS tables of the pristine fixture file that
 // already fail FTS5 'integrity-check'.
-func ftsBrokenBefore(t testing.TB, f *Fixture) map[string]bool {
+func ftsBrokenBefore(t testing.TB, f *fixturetest.Fixture) map[string]bool {
 	t.Helper()
-	db := rawDB(t, f.CopyDB(t))
+	db := fixturetest.Raw(t, f.CopyDB(t))
 	out := map[string]bool{}
 	for _, n := range []string{"messages_fts", "messages_fts_trigram"} {
 		var c int

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -45,18 +46,18 @@ func TestBackupOnFullDiskLeavesNothing(t *testing.T) {
 	dir := fixturetest.SmallDisk(t, 512<<10)
 	target := filepath.Join(dir, "backup.db")
 	err := st.Cleanup().Backup(ctx, target)
-	requireKind(t, err, hs.ErrStorage)
+	fixturetest.RequireKind(t, err, hs.ErrStorage)
 	require.Empty(t, fixturetest.Listing(t, dir), "a failed backup left files")
 
-	old := syscallUmask(0)
-	defer syscallUmask(old)
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
 	ok := filepath.Join(t.TempDir(), "backup.db")
 	require.NoError(t, st.Cleanup().Backup(ctx, ok))
 	fi, err := os.Stat(ok)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	require.Equal(t, []string{"backup.db -rw-------"}, fixturetest.Listing(t, filepath.Dir(ok)))
-	requireKind(t, st.Cleanup().Backup(ctx, ok), hs.ErrConflict)
+	fixturetest.RequireKind(t, st.Cleanup().Backup(ctx, ok), hs.ErrConflict)
 }
 
 // TestMaintainRotationCountsOnlyCompleteBackups (issue 11, item 5): a

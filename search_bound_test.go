@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -16,10 +18,10 @@ import (
 // TestSearchHugeMessageIsBounded (issue 11, item 6): a matching message of
 // 2 MiB whose every other word matches (FTS5's snippet() is quadratic in the
 // matches: minutes for this one) is found within the deadline with a short
-// snippet around a match, by rank and by date, on both backends; normal
+// snippet around a match, by rank and by date, on both storetest.Backends; normal
 // messages keep their usual snippet.
 func TestSearchHugeMessageIsBounded(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
 		require.NoError(t, err)
@@ -52,15 +54,15 @@ func TestSearchHugeMessageIsBounded(t *testing.T) {
 // MaxQueryTerms is refused with ErrInvalid and a message saying the limit;
 // one at the limit runs.
 func TestSearchQueryTermCap(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, st *hs.Store) {
-		ctx := ctxT(t)
+	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+		ctx := fixturetest.Ctx(t)
 		s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
 		require.NoError(t, err)
 		_, err = st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: models.Text("a b c d e f g h")})
 		require.NoError(t, err)
 		long := strings.TrimSpace(strings.Repeat("a b ", 400))
 		_, err = st.Search().Messages(ctx, long, repo.SearchOptions{Sort: "newest"})
-		requireKind(t, err, hs.ErrInvalid)
+		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 		require.Contains(t, err.Error(), "at most")
 		ok := strings.TrimSpace(strings.Repeat("a ", repo.MaxQueryTerms))
 		_, err = st.Search().Messages(ctx, ok, repo.SearchOptions{Sort: "newest"})

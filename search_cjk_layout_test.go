@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
@@ -76,7 +77,7 @@ func requireCJKCheckOK(t *testing.T, st *hs.Store) {
 func TestCJKPostingsChunksEditsDeletes(t *testing.T) {
 	ctx := context.Background()
 	st, path := openSearchStore(t)
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
 	require.NoError(t, err)
 	n := 0
@@ -211,7 +212,7 @@ func TestCJKLegacyIndexConverted(t *testing.T) {
 	require.NoError(t, st.Close())
 
 	// Back to the old layout, postings written from the texts.
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	for _, q := range []string{"DROP TRIGGER hermesstate_cjk_insert", "DROP TRIGGER hermesstate_cjk_update", "DROP TRIGGER hermesstate_cjk_delete",
 		"DROP TABLE " + ftsql.CJKIndexTable, "DROP TABLE " + ftsql.CJKGoneTable,
 		"DELETE FROM hermesstate_migrations WHERE id = '0103_hermesstate_cjk_postings'"} {
@@ -249,7 +250,7 @@ func TestCJKLegacyIndexConverted(t *testing.T) {
 	st, err = hs.Open(ctx, hs.Config{Path: path})
 	require.NoError(t, err)
 	defer st.Close()
-	db = rawDB(t, path)
+	db = fixturetest.Raw(t, path)
 	var legacy int
 	require.NoError(t, db.QueryRow("SELECT count(*) FROM sqlite_master WHERE name IN ('hermesstate_cjk_index', 'hermesstate_cjk_index_msg')").Scan(&legacy))
 	require.Zero(t, legacy, "the old table and its index are dropped")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -83,7 +84,7 @@ func hermesFTSAnswer(t *testing.T, db *sql.DB, table, match, sort string, limit,
 func TestSearchFTSRoutesEqualHermesStatements(t *testing.T) {
 	ctx := context.Background()
 	st, path := openSearchStore(t)
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	r := rand.New(rand.NewSource(7))
 	sources := []string{"cli", "telegram", "cron", "discord"}
 	words := []string{"docker", "deploy", "deployment", "kube", "服务端配置", "データベース", "youer服务端"}
@@ -152,6 +153,6 @@ func TestSearchFTSRoutesEqualHermesStatements(t *testing.T) {
 		require.NoError(t, err)
 		want := hermesFTSAnswer(t, db, c.table, c.match, c.opt.Sort, c.opt.Limit, c.opt.Offset, c.filter)
 		require.NotEmpty(t, want, "%q: the case finds nothing", c.q)
-		require.Equal(t, toAny(want), toAny(res.Hits), "%q route %s sort %q limit %d offset %d", c.q, res.Route, c.opt.Sort, c.opt.Limit, c.opt.Offset)
+		require.Equal(t, fixturetest.ToAny(want), fixturetest.ToAny(res.Hits), "%q route %s sort %q limit %d offset %d", c.q, res.Route, c.opt.Sort, c.opt.Limit, c.opt.Offset)
 	}
 }

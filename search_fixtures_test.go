@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -62,8 +64,8 @@ func searchOpts(kw map[string]any) repo.SearchOptions {
 
 // searchDiffs runs every search case of f and returns, per case, how our
 // answer differs from Hermes' ("" when equal).
-func searchDiffs(t *testing.T, f *Fixture) ([]searchCase, []string, []repo.Route) {
-	st, _ := f.Open(t)
+func searchDiffs(t *testing.T, f *fixturetest.Fixture) ([]searchCase, []string, []repo.Route) {
+	st, _ := storetest.Fixture(t, f)
 	var cases []searchCase
 	f.Get(t, "search", &cases)
 	ctx := context.Background()
@@ -83,7 +85,7 @@ func searchDiffs(t *testing.T, f *Fixture) ([]searchCase, []string, []repo.Route
 		require.NoError(t, dec.Decode(&want))
 		if _, isErr := want.(map[string]any); isErr {
 			d = append(d, fmt.Sprintf("hermes raised %v", want))
-		} else if x := jsonDiff("results", want, toAny(res.Hits), false); x != "" {
+		} else if x := fixturetest.JSONDiff("results", want, fixturetest.ToAny(res.Hits), false); x != "" {
 			d = append(d, x)
 		}
 		diffs[i] = strings.Join(d, "\n")
@@ -141,7 +143,7 @@ func knownDiff(version, idx int) *searchKnownDiff {
 // except the cases listed in searchKnownDiffs, which must still differ (so
 // the table stays exact). The v30 file has no listed case.
 func TestSearchFixtures(t *testing.T) {
-	for _, f := range LoadFixtures(t) {
+	for _, f := range fixturetest.LoadFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			cases, diffs, routes := searchDiffs(t, f)
 			require.Len(t, cases, 48)
@@ -170,9 +172,9 @@ func TestSearchFixtures(t *testing.T) {
 // found.
 func TestSearchFixtureLayoutsStayWritable(t *testing.T) {
 	ctx := context.Background()
-	for _, f := range LoadFixtures(t) {
-		st, path := f.Open(t)
-		db := rawDB(t, path)
+	for _, f := range fixturetest.LoadFixtures(t) {
+		st, path := storetest.Fixture(t, f)
+		db := fixturetest.Raw(t, path)
 		var sid string
 		require.NoError(t, db.QueryRow("SELECT id FROM sessions ORDER BY started_at LIMIT 1").Scan(&sid))
 		_, err := db.Exec("UPDATE messages SET content = 'quixotic rewrite 阿蘇山' WHERE id = 2")

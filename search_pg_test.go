@@ -7,6 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
+	"github.com/hermesstate/hermesstate/internal/pgtest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -17,14 +20,14 @@ import (
 // compared. Older files are compared after their SQLite FTS layout is
 // rebuilt to the current one (which is what PostgreSQL indexes by).
 func TestSearchFixturesOnPostgres(t *testing.T) {
-	pgTestDSN(t)
-	for _, f := range LoadFixtures(t) {
+	pgtest.DSN(t)
+	for _, f := range fixturetest.LoadFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			ctx := ctxT(t)
+			ctx := fixturetest.Ctx(t)
 			src, cleanup, err := hs.OpenSnapshot(ctx, f.CopyDB(t), hs.Config{})
 			require.NoError(t, err)
 			defer cleanup()
-			dst := openBackend(t, backendPostgres)
+			dst := storetest.Open(t, storetest.Postgres, hs.Config{})
 			_, err = hs.Copy(ctx, src, dst, hs.CopyOptions{})
 			require.NoError(t, err)
 			// PostgreSQL indexes with the current (v30) layout's rules; so

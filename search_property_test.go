@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -40,7 +41,7 @@ func TestSearchPropertyRandomWrites(t *testing.T) {
 	for seed := int64(1); seed <= 3; seed++ {
 		r := rand.New(rand.NewSource(seed))
 		st, path := openSearchStore(t)
-		db := rawDB(t, path)
+		db := fixturetest.Raw(t, path)
 		var sessions []string
 		for i := 0; i < 3; i++ {
 			s, err := st.Sessions().Create(ctx, repo.NewSession{Source: []string{"cli", "telegram", "cron"}[i]})

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
@@ -14,7 +16,7 @@ import (
 
 func metaValue(t *testing.T, path, key string) (string, bool) {
 	t.Helper()
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	var v string
 	err := db.QueryRow("SELECT value FROM state_meta WHERE key = ?", key).Scan(&v)
 	if err != nil {
@@ -82,15 +84,15 @@ func TestSearchRebuildChunkedResumable(t *testing.T) {
 // answers the same afterwards.
 func TestSearchRebuildConvertsLegacyLayout(t *testing.T) {
 	ctx := context.Background()
-	for _, f := range LoadFixtures(t) {
+	for _, f := range fixturetest.LoadFixtures(t) {
 		if f.Version != 1 && f.Version != 11 {
 			continue
 		}
-		st, path := f.Open(t)
+		st, path := storetest.Fixture(t, f)
 		before, err := st.Search().Messages(ctx, "docker", repo.SearchOptions{})
 		require.NoError(t, err)
 		require.NoError(t, st.Search().Rebuild(ctx, repo.RebuildOptions{Chunk: 7}))
-		db := rawDB(t, path)
+		db := fixturetest.Raw(t, path)
 		var n int
 		require.NoError(t, db.QueryRow("SELECT count(*) FROM pragma_table_info('messages_fts') WHERE name = 'tool_name'").Scan(&n))
 		require.Equal(t, 1, n, f.Name)

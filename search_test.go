@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -39,7 +40,7 @@ func TestSearchFindsRowsInsertedByPlainSQL(t *testing.T) {
 	st, path := openSearchStore(t)
 	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
 	require.NoError(t, err)
-	db := rawDB(t, path)
+	db := fixturetest.Raw(t, path)
 	_, err = db.Exec(`INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', 'the zanzibar deployment in 桂林 failed', 100.0)`, s.ID)
 	require.NoError(t, err)
 	_, err = db.Exec(`INSERT INTO messages (session_id, role, content, tool_name, timestamp) VALUES (?, 'tool', 'output of 桂 probe', 'zanzitool', 101.0)`, s.ID)

@@ -1,5 +1,0 @@
-package hermesstate_test
-
-import "syscall"
-
-func syscallUmask(m int) int { return syscall.Umask(m) }
