@@ -14,19 +14,11 @@ import (
 
 	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/migrations"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
-
-func openTemp(t testing.TB) (*hs.Store, string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "state.db")
-	st, err := hs.Open(context.Background(), hs.Config{Path: path})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	return st, path
-}
 
 // buildHermesShapedFile creates a file the way Hermes v30 does, from the
 // DDL Hermes wrote into the v30 fixture (FTS tables and triggers included),
@@ -191,7 +183,7 @@ func TestAppendToFixtureAndReopen(t *testing.T) {
 			// Hermes' v11–v21 trigram indexes already fail integrity-check under
 			// SQLite 3.53 in the pristine files (tokenizer changes since the
 			// 3.40.1 that wrote them); only damage we could have caused counts.
-			checkFTSIntegrity(t, path, ftsBrokenBefore(t, f))
+			fixturetest.FTSIntegrity(t, path, fixturetest.FTSBrokenBefore(t, f))
 		})
 	}
 }
@@ -245,7 +237,7 @@ func TestFileModes(t *testing.T) {
 	ctx := context.Background()
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
-	st, path := openTemp(t)
+	st, path := storetest.FreshPath(t)
 	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
 	require.NoError(t, err)
 	_, err = st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: models.Text("hi")})
@@ -267,7 +259,7 @@ func TestDefaultPath(t *testing.T) {
 
 func TestBadInputOnAppend(t *testing.T) {
 	ctx := context.Background()
-	st, path := openTemp(t)
+	st, path := storetest.FreshPath(t)
 	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
 	require.NoError(t, err)
 
@@ -309,7 +301,7 @@ func TestBadInputOnAppend(t *testing.T) {
 
 func TestErrorsAreTyped(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openTemp(t)
+	st, _ := storetest.FreshPath(t)
 	_, err := st.Sessions().Get(ctx, "missing")
 	require.ErrorIs(t, err, hs.ErrNotFound)
 	var he *hs.Error
@@ -324,51 +316,4 @@ func TestErrorsAreTyped(t *testing.T) {
 	require.ErrorIs(t, err, hs.ErrClosed)
 	_, err = st.Messages().Append(ctx, "x", repo.NewMessage{Role: "user"})
 	require.ErrorIs(t, err, hs.ErrClosed)
-}
-
-// checkFTSIntegrity runs FTS5 'integrity-check' on every FTS5 table of the
-// file and PRAGMA integrity_check on the file.
-func checkFTSIntegrity(t testing.TB, path string, skip map[string]bool) {
-	t.Helper()
-	db := fixturetest.Raw(t, path)
-	if len(skip) == 0 {
-		var ok string
-		require.NoError(t, db.QueryRow("PRAGMA integrity_check").Scan(&ok))
-		require.Equal(t, "ok", ok)
-	}
-	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%'`)
-	require.NoError(t, err)
-	var names []string
-	for rows.Next() {
-		var n string
-		require.NoError(t, rows.Scan(&n))
-		names = append(names, n)
-	}
-	rows.Close()
-	for _, n := range names {
-		if skip[n] {
-			continue
-		}
-		_, err := db.Exec(`INSERT INTO "` + n + `"("` + n + `") VALUES ('integrity-check')`)
-		require.NoError(t, err, "FTS integrity-check of %s", n)
-	}
-}
-
-// ftsBrokenBefore returns the FTS tables of the pristine fixture file that
-// already fail FTS5 'integrity-check'.
-func ftsBrokenBefore(t testing.TB, f *fixturetest.Fixture) map[string]bool {
-	t.Helper()
-	db := fixturetest.Raw(t, f.CopyDB(t))
-	out := map[string]bool{}
-	for _, n := range []string{"messages_fts", "messages_fts_trigram"} {
-		var c int
-		require.NoError(t, db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = ?`, n).Scan(&c))
-		if c == 0 {
-			continue
-		}
-		if _, err := db.Exec(`INSERT INTO "` + n + `"("` + n + `") VALUES ('integrity-check')`); err != nil {
-			out[n] = true
-		}
-	}
-	return out
 }

@@ -1,10 +1,9 @@
-package hermesstate_test
+package repo_test
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -109,7 +108,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 		t.Run(f.Name, func(t *testing.T) {
 			src := storetest.FixtureStore(t, f.Fixture)
 			a := exportLines(t, src, repo.ExportFilter{})
-			dst, dstPath := openTemp(t)
+			dst, dstPath := storetest.FreshPath(t)
 			res, err := dst.Portability().Import(ctx, bytes.NewReader(a), nil)
 			require.NoError(t, err)
 			n, err := src.Listing().Count(ctx, repo.CountOptions{IncludeArchived: true})
@@ -139,7 +138,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 
 func TestImportDetachesMissingParentsAndRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
-	src, _ := openTemp(t)
+	src, _ := storetest.FreshPath(t)
 	_, err := src.Sessions().Create(ctx, repo.NewSession{ID: "p", Source: "cli", SystemPrompt: "be brief"})
 	require.NoError(t, err)
 	_, err = src.Sessions().Create(ctx, repo.NewSession{ID: "c", Source: "cli", ParentSessionID: "p"})
@@ -150,7 +149,7 @@ func TestImportDetachesMissingParentsAndRejectsBadInput(t *testing.T) {
 	require.NoError(t, err)
 	// Only the child: its parent is missing from the file.
 	child := exportLines(t, src, repo.ExportFilter{}, "c")
-	dst, _ := openTemp(t)
+	dst, _ := storetest.FreshPath(t)
 	res, err := dst.Portability().Import(ctx, bytes.NewReader(child), nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, res.Detached)
@@ -165,7 +164,7 @@ func TestImportDetachesMissingParentsAndRejectsBadInput(t *testing.T) {
 
 	// Child before parent in one file: re-attached.
 	both := append(exportLines(t, src, repo.ExportFilter{}, "c"), exportLines(t, src, repo.ExportFilter{}, "p")...)
-	dst2, _ := openTemp(t)
+	dst2, _ := storetest.FreshPath(t)
 	res, err = dst2.Portability().Import(ctx, bytes.NewReader(both), nil)
 	require.NoError(t, err)
 	require.Zero(t, res.Detached)
@@ -200,17 +199,11 @@ func noOrphans(t testing.TB, path string) {
 	}
 }
 
-func counts(t testing.TB, db *sql.DB, q string, args ...any) int {
-	var n int
-	require.NoError(t, db.QueryRow(q, args...).Scan(&n))
-	return n
-}
-
 func TestDeleteAndPruneFixtures(t *testing.T) {
 	ctx := context.Background()
 	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			broken := ftsBrokenBefore(t, f.Fixture)
+			broken := fixturetest.FTSBrokenBefore(t, f.Fixture)
 			st, path := storetest.Fixture(t, f.Fixture)
 			sub, err := st.Sessions().Get(ctx, "20260105_091800_sub777")
 			require.NoError(t, err)
@@ -231,7 +224,7 @@ func TestDeleteAndPruneFixtures(t *testing.T) {
 			require.ErrorIs(t, err, hs.ErrNotFound)
 			noOrphans(t, path)
 			if f.SchemaVersion != 10 { // v10's FTS delete triggers never matched what they indexed
-				checkFTSIntegrity(t, path, broken)
+				fixturetest.FTSIntegrity(t, path, broken)
 			}
 
 			// Far in the future every ended session is old; the compression
@@ -256,7 +249,7 @@ func TestDeleteAndPruneFixtures(t *testing.T) {
 			require.NoError(t, err)
 			noOrphans(t, path)
 			if f.SchemaVersion != 10 {
-				checkFTSIntegrity(t, path, broken)
+				fixturetest.FTSIntegrity(t, path, broken)
 			}
 			// Nothing is young enough to prune today.
 			none, err := st.Cleanup().Prune(ctx, repo.PruneOptions{Now: time.Unix(1767950100, 0)})
@@ -268,7 +261,7 @@ func TestDeleteAndPruneFixtures(t *testing.T) {
 
 func TestCleanupFresh(t *testing.T) {
 	ctx := context.Background()
-	st, path := openTemp(t)
+	st, path := storetest.FreshPath(t)
 	ss, ms, cl := st.Sessions(), st.Messages(), st.Cleanup()
 	_, err := ss.Create(ctx, repo.NewSession{ID: "p", Source: "cli", SystemPrompt: "only p"})
 	require.NoError(t, err)
@@ -292,10 +285,10 @@ func TestCleanupFresh(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, br.ParentSessionID, "branch child orphaned")
 	noOrphans(t, path)
-	checkFTSIntegrity(t, path, nil)
+	fixturetest.FTSIntegrity(t, path, nil)
 	db := fixturetest.Raw(t, path)
-	require.Equal(t, 0, counts(t, db, "SELECT COUNT(*) FROM system_prompts WHERE prompt = 'only p'"))
-	require.Equal(t, 1, counts(t, db, "SELECT COUNT(*) FROM system_prompts WHERE prompt = 'shared'"))
+	require.Equal(t, 0, fixturetest.Count(t, db, "SELECT COUNT(*) FROM system_prompts WHERE prompt = 'only p'"))
+	require.Equal(t, 1, fixturetest.Count(t, db, "SELECT COUNT(*) FROM system_prompts WHERE prompt = 'shared'"))
 
 	n, err := cl.ClearMessages(ctx, "keep")
 	require.NoError(t, err)
@@ -306,7 +299,7 @@ func TestCleanupFresh(t *testing.T) {
 	require.Zero(t, k.InputTokens)
 	require.Zero(t, k.APICallCount)
 	require.NotNil(t, k.LastActivityAt)
-	require.Equal(t, 0, counts(t, db, "SELECT COUNT(*) FROM session_model_usage WHERE session_id = 'keep'"))
+	require.Equal(t, 0, fixturetest.Count(t, db, "SELECT COUNT(*) FROM session_model_usage WHERE session_id = 'keep'"))
 	_, err = cl.ClearMessages(ctx, "nope")
 	require.ErrorIs(t, err, hs.ErrNotFound)
 
@@ -324,7 +317,7 @@ func TestCleanupFresh(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"br"}, res.IDs)
 	noOrphans(t, path)
-	checkFTSIntegrity(t, path, nil)
+	fixturetest.FTSIntegrity(t, path, nil)
 	_, err = cl.Prune(ctx, repo.PruneOptions{OlderThan: -time.Hour})
 	require.ErrorIs(t, err, hs.ErrInvalid)
 
@@ -376,7 +369,7 @@ func TestCleanupFresh(t *testing.T) {
 // nothing.
 func TestImportSessionIsAtomic(t *testing.T) {
 	ctx := context.Background()
-	src, _ := openTemp(t)
+	src, _ := storetest.FreshPath(t)
 	mk := func(id string, n int) {
 		_, err := src.Sessions().Create(ctx, repo.NewSession{ID: id, Source: "cli"})
 		require.NoError(t, err)
@@ -405,27 +398,27 @@ func TestImportSessionIsAtomic(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			broken := bytes.Replace(good, []byte(tc.from), []byte(tc.to), 1)
 			require.NotEqual(t, good, broken)
-			dst, dstPath := openTemp(t)
+			dst, dstPath := storetest.FreshPath(t)
 			res, err := dst.Portability().Import(ctx, bytes.NewReader(broken), nil)
 			require.ErrorIs(t, err, hs.ErrInvalid)
 			require.EqualValues(t, 1, res.Sessions)
 			require.EqualValues(t, 3, res.Messages)
 			db := fixturetest.Raw(t, dstPath)
-			require.Zero(t, counts(t, db, "SELECT COUNT(*) FROM sessions WHERE id IN ('b-large', 'c-last')"))
-			require.Zero(t, counts(t, db, "SELECT COUNT(*) FROM messages WHERE session_id IN ('b-large', 'c-last')"))
-			require.Equal(t, 3, counts(t, db, "SELECT COUNT(*) FROM messages"))
+			require.Zero(t, fixturetest.Count(t, db, "SELECT COUNT(*) FROM sessions WHERE id IN ('b-large', 'c-last')"))
+			require.Zero(t, fixturetest.Count(t, db, "SELECT COUNT(*) FROM messages WHERE session_id IN ('b-large', 'c-last')"))
+			require.Equal(t, 3, fixturetest.Count(t, db, "SELECT COUNT(*) FROM messages"))
 			noOrphans(t, dstPath)
 
 			res, err = dst.Portability().Import(ctx, bytes.NewReader(good), nil)
 			require.NoError(t, err)
 			require.Equal(t, repo.ImportResult{Sessions: 2, Skipped: 1, Messages: 1202}, res)
 			require.Equal(t, string(exportLines(t, src, repo.ExportFilter{})), string(exportLines(t, dst, repo.ExportFilter{})))
-			require.Equal(t, 1205, counts(t, db, "SELECT COUNT(*) FROM messages"))
+			require.Equal(t, 1205, fixturetest.Count(t, db, "SELECT COUNT(*) FROM messages"))
 
 			res, err = dst.Portability().Import(ctx, bytes.NewReader(good), nil)
 			require.NoError(t, err)
 			require.Equal(t, repo.ImportResult{Skipped: 3}, res)
-			require.Equal(t, 1205, counts(t, db, "SELECT COUNT(*) FROM messages"))
+			require.Equal(t, 1205, fixturetest.Count(t, db, "SELECT COUNT(*) FROM messages"))
 			noOrphans(t, dstPath)
 		})
 	}
