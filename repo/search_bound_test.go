@@ -1,4 +1,4 @@
-package hermesstate_test
+package repo_test
 
 import (
 	"context"
