@@ -99,7 +99,7 @@ func SessionActivityTriggers() []string { return append([]string(nil), activityO
 // triggers (SQLite; nothing on PostgreSQL) and fills it from the sessions
 // and messages already in the file. It returns the database error.
 func EnsureSessionActivity(tx *gorm.DB) error {
-	if tx.Dialector.Name() == "postgres" {
+	if isPostgres(tx) {
 		return nil
 	}
 	for _, q := range SessionActivityStatements() {

@@ -261,12 +261,7 @@ func (d *DB) pruneWhere(source string) string {
 	if source != "" {
 		cand += " AND s.source = ?"
 	}
-	pinnedTail := fmt.Sprintf(`WITH RECURSIVE tail(id, depth) AS (
-			SELECT c.id, 1 FROM sessions c JOIN sessions p ON %[1]s WHERE COALESCE(p.pinned, 0) = 1
-			UNION
-			SELECT c.id, tail.depth + 1 FROM tail JOIN sessions p ON p.id = tail.id JOIN sessions c ON %[1]s
-			WHERE tail.depth < %[2]d
-		) SELECT id FROM tail`, edge, maxLineageDepth)
+	pinnedTail := query("cleanup_pinned_tail", "edge", edge, "max_depth", maxDepthSQL)
 	cand += " AND COALESCE(s.pinned, 0) = 0 AND s.id NOT IN (" + pinnedTail + ")"
 	return cand
 }
@@ -296,13 +291,7 @@ func (r *cleanupRepo) Prune(ctx context.Context, opt PruneOptions) (PruneResult,
 	}
 	edge := r.db.continuationEdge("p", "c")
 	// A compression ancestor stays while any continuation after it stays.
-	kept := fmt.Sprintf(`WITH RECURSIVE kept(id, depth) AS (
-			SELECT p.id, 1 FROM sessions c JOIN sessions p ON %[1]s
-			WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = c.id AND %[2]s)
-			UNION
-			SELECT p.id, kept.depth + 1 FROM kept JOIN sessions c ON c.id = kept.id JOIN sessions p ON %[1]s
-			WHERE kept.depth < %[3]d
-		) SELECT id FROM kept`, edge, cand, maxLineageDepth)
+	kept := query("cleanup_kept_ancestors", "edge", edge, "candidates", cand, "max_depth", maxDepthSQL)
 	q := fmt.Sprintf(`SELECT s.id FROM sessions s WHERE %s AND s.id NOT IN (%s) ORDER BY s.started_at, s.id`, cand, kept)
 	qargs := append(append([]any{}, args...), args...)
 	res := PruneResult{DryRun: opt.DryRun, IDs: []string{}}

@@ -1,18 +1,27 @@
 package repo
 
 import (
+	"fmt"
+
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
 
-// Dialect-specific pieces of the repositories live here (and in files named
-// *_pg.go): every SQL construct that is not portable goes into a small helper
-// that switches on the dialect, so each repository reads the same on both.
+// The dialect seam. Every SQL construct that is not portable is a small
+// helper here that switches on the dialect (below the rules: the advisory
+// session lock, the retry predicates, and the SQL fragments: instr, ws,
+// newlineSpaces, greatest, crossJoin, noIndex, likeCI, isNullSafe,
+// jsonMarker), so each repository's statements read the same on both.
+// What differs by more than a fragment is a route of its own: the
+// PostgreSQL search (search_pg.go), SQLite's preview shortcut
+// (preview_sqlite.go), and the SQLite-only features (FTS5 layouts, the CJK
+// index, the activity table, VACUUM/backup, the write lock file), each
+// guarded where it is used by d.Dialect or isPostgres(tx).
 //
 // Rules for code in this package (both dialects run the same contract
-// suite, contract_test.go in the root package):
+// suite, contract_core_test.go in the root package):
 //   - Prefer GORM's builder and ? placeholders; ON CONFLICT ... DO UPDATE
 //     with excluded. works on both.
 //   - A write transaction that reads a session row and then writes based on
@@ -56,4 +65,82 @@ func (d *DB) isBusy(err error) bool {
 		return pgsql.IsBusy(err)
 	}
 	return sqlitex.IsLock(err)
+}
+
+// jsonMarker is the SQL expression of key in the JSON object column col
+// (NULL when col is NULL, not JSON, or lacks the key). SQLite: json_extract
+// guarded by json_valid; PostgreSQL: jsonb ->> guarded by a shape check.
+func (d *DB) jsonMarker(col, key string) string {
+	if d.Dialect == Postgres {
+		return fmt.Sprintf(`(CASE WHEN %[1]s ~ '^\s*\{' THEN (%[1]s::jsonb ->> '%[2]s') END)`, col, key)
+	}
+	return fmt.Sprintf(`json_extract(CASE WHEN json_valid(%[1]s) THEN %[1]s ELSE '{}' END, '$.%[2]s')`, col, key)
+}
+
+// instr is the position of needle in hay (1-based, 0 when absent).
+func (d *DB) instr(hay, needle string) string {
+	if d.Dialect == Postgres {
+		return "STRPOS(" + hay + ", " + needle + ")"
+	}
+	return "INSTR(" + hay + ", " + needle + ")"
+}
+
+// ws is the SQL string of the whitespace characters TRIM strips (tab, LF,
+// CR, space).
+func (d *DB) ws() string {
+	if d.Dialect == Postgres {
+		return "chr(9) || chr(10) || chr(13) || chr(32)"
+	}
+	return "CHAR(9) || CHAR(10) || CHAR(13) || CHAR(32)"
+}
+
+// newlineSpaces is expr with every LF and CR replaced by a space.
+func (d *DB) newlineSpaces(expr string) string {
+	if d.Dialect == Postgres {
+		return "REPLACE(REPLACE(" + expr + ", chr(10), ' '), chr(13), ' ')"
+	}
+	return "REPLACE(REPLACE(" + expr + ", X'0A', ' '), X'0D', ' ')"
+}
+
+// greatest is the larger of two SQL values.
+func (d *DB) greatest(a, b string) string {
+	if d.Dialect == Postgres {
+		return "GREATEST(" + a + ", " + b + ")"
+	}
+	return "MAX(" + a + ", " + b + ")"
+}
+
+// crossJoin is the join keyword that makes SQLite's planner keep the
+// written order (the left table drives the loop); PostgreSQL writes it as
+// a plain JOIN.
+func (d *DB) crossJoin() string {
+	if d.Dialect == Postgres {
+		return "JOIN"
+	}
+	return "CROSS JOIN"
+}
+
+// noIndex hides a column from the SQLite planner's index choice (unary +).
+func (d *DB) noIndex(col string) string {
+	if d.Dialect == Postgres {
+		return col
+	}
+	return "+" + col
+}
+
+// likeCI is the ASCII-case-insensitive LIKE of the dialect (SQLite's LIKE
+// already is; PostgreSQL needs ILIKE).
+func (d *DB) likeCI() string {
+	if d.Dialect == Postgres {
+		return "ILIKE"
+	}
+	return "LIKE"
+}
+
+// isNullSafe is the NULL-safe equality operator of the dialect (SQLite IS).
+func (d *DB) isNullSafe() string {
+	if d.Dialect == Postgres {
+		return "IS NOT DISTINCT FROM"
+	}
+	return "IS"
 }

@@ -339,14 +339,7 @@ func (r *gatewayRepo) FindLatestForPeer(ctx context.Context, pq PeerQuery) (*mod
 
 // neverActiveSQL selects keyed, open sessions with no sign of a turn,
 // started before the bound cutoff.
-const neverActiveSQL = `SELECT s.id, s.session_key, s.source, s.chat_id, s.chat_type, s.user_id, s.started_at FROM sessions s
-	WHERE s.session_key IS NOT NULL AND s.ended_at IS NULL AND s.title IS NULL AND s.last_activity_at IS NULL
-	AND COALESCE(s.message_count, 0) = 0 AND COALESCE(s.tool_call_count, 0) = 0 AND COALESCE(s.api_call_count, 0) = 0
-	AND COALESCE(s.input_tokens, 0) = 0 AND COALESCE(s.output_tokens, 0) = 0
-	AND COALESCE(s.pinned, 0) = 0 AND COALESCE(s.archived, 0) = 0
-	AND s.started_at IS NOT NULL AND s.started_at < ?
-	AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)
-	ORDER BY s.started_at`
+var neverActiveSQL = query("gateway_never_active")
 
 func neverActiveCutoff(op string, olderThan time.Duration) (float64, error) {
 	if olderThan < 0 {

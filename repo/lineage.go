@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"gorm.io/gorm"
 
@@ -14,6 +15,9 @@ import (
 // maxLineageDepth bounds every walk over parent_session_id, so a corrupt
 // cycle cannot loop forever.
 const maxLineageDepth = 1000
+
+// maxDepthSQL is maxLineageDepth as the {{max_depth}} of queries/*.sql.
+var maxDepthSQL = strconv.Itoa(maxLineageDepth)
 
 // Lineage navigates parent_session_id chains: compression continuations,
 // branches, resets and delegate (subagent) runs all point at their parent.
@@ -63,16 +67,6 @@ type lineageRepo struct{ db *DB }
 
 // NewLineage returns the GORM implementation of Lineage.
 func NewLineage(db *DB) Lineage { return &lineageRepo{db} }
-
-// jsonMarker is the SQL expression of key in the JSON object column col
-// (NULL when col is NULL, not JSON, or lacks the key). SQLite: json_extract
-// guarded by json_valid; PostgreSQL: jsonb ->> guarded by a shape check.
-func (d *DB) jsonMarker(col, key string) string {
-	if d.Dialect == Postgres {
-		return fmt.Sprintf(`(CASE WHEN %[1]s ~ '^\s*\{' THEN (%[1]s::jsonb ->> '%[2]s') END)`, col, key)
-	}
-	return fmt.Sprintf(`json_extract(CASE WHEN json_valid(%[1]s) THEN %[1]s ELSE '{}' END, '$.%[2]s')`, col, key)
-}
 
 // continuationEdge is the SQL predicate "session c continues compressed
 // session p" (aliases p and c).
@@ -137,13 +131,7 @@ func (r *lineageRepo) Ancestors(ctx context.Context, id string) ([]string, error
 			return nil, err
 		}
 		out := []string{}
-		err := tx.Raw(fmt.Sprintf(`WITH RECURSIVE up(id, depth) AS (
-				SELECT parent_session_id, 1 FROM sessions WHERE id = ? AND parent_session_id IS NOT NULL
-				UNION
-				SELECT s.parent_session_id, up.depth + 1 FROM up JOIN sessions s ON s.id = up.id
-				WHERE s.parent_session_id IS NOT NULL AND up.depth < %d
-			)
-			SELECT id FROM up GROUP BY id ORDER BY MIN(depth)`, maxLineageDepth), id).Scan(&out).Error
+		err := tx.Raw(query("lineage_ancestors", "max_depth", maxDepthSQL), id).Scan(&out).Error
 		return dropSelf(out, id), err
 	})
 }
@@ -168,14 +156,7 @@ func (r *lineageRepo) Descendants(ctx context.Context, id string) ([]string, err
 			return nil, err
 		}
 		out := []string{}
-		err := tx.Raw(fmt.Sprintf(`WITH RECURSIVE down(id, depth) AS (
-				SELECT ?, 0
-				UNION
-				SELECT s.id, down.depth + 1 FROM down JOIN sessions s ON s.parent_session_id = down.id
-				WHERE down.depth < %d
-			)
-			SELECT d.id FROM down d JOIN sessions s ON s.id = d.id WHERE d.id <> ?
-			GROUP BY d.id ORDER BY MIN(d.depth), MIN(s.started_at), d.id`, maxLineageDepth), id, id).Scan(&out).Error
+		err := tx.Raw(query("lineage_descendants", "max_depth", maxDepthSQL), id, id).Scan(&out).Error
 		return out, err
 	})
 }
@@ -206,15 +187,7 @@ func (r *lineageRepo) CompressionTip(ctx context.Context, id string) (string, er
 // compressionRoot walks compression ancestors of id up to the first one.
 func compressionRoot(tx *gorm.DB, d *DB, id string) (string, error) {
 	var roots []string
-	err := tx.Raw(fmt.Sprintf(`WITH RECURSIVE up(id, depth) AS (
-			SELECT ?, 0
-			UNION ALL
-			SELECT p.id, up.depth + 1 FROM up
-			JOIN sessions c ON c.id = up.id
-			JOIN sessions p ON %s
-			WHERE up.depth < %d
-		)
-		SELECT id FROM up ORDER BY depth DESC LIMIT 1`, d.continuationEdge("p", "c"), maxLineageDepth), id).Scan(&roots).Error
+	err := tx.Raw(query("lineage_compression_root", "edge", d.continuationEdge("p", "c"), "max_depth", maxDepthSQL), id).Scan(&roots).Error
 	if err != nil || len(roots) == 0 {
 		return id, err
 	}
@@ -288,21 +261,7 @@ func (r *lineageRepo) ResolveResume(ctx context.Context, s string) (string, erro
 // setLineageColumn sets column on every session of id's compression
 // lineage (its compression ancestors and continuations).
 func (r *lineageRepo) setLineageColumn(tx *gorm.DB, column string, id string, value any) (int64, error) {
-	edge := r.db.continuationEdge("p", "c")
-	res := tx.Exec(fmt.Sprintf(`WITH RECURSIVE
-			anc(id, depth) AS (
-				SELECT ?, 0
-				UNION
-				SELECT p.id, anc.depth + 1 FROM anc JOIN sessions c ON c.id = anc.id JOIN sessions p ON %[1]s
-				WHERE anc.depth < %[2]d
-			),
-			des(id, depth) AS (
-				SELECT ?, 0
-				UNION
-				SELECT c.id, des.depth + 1 FROM des JOIN sessions p ON p.id = des.id JOIN sessions c ON %[1]s
-				WHERE des.depth < %[2]d
-			)
-		UPDATE sessions SET %[3]s = ? WHERE id IN (SELECT id FROM anc UNION SELECT id FROM des)`, edge, maxLineageDepth, column),
+	res := tx.Exec(query("lineage_set_column", "edge", r.db.continuationEdge("p", "c"), "max_depth", maxDepthSQL, "column", column),
 		id, id, value)
 	return res.RowsAffected, res.Error
 }

@@ -135,27 +135,6 @@ const (
 
 func sqlLit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-func (d *DB) instr(hay, needle string) string {
-	if d.Dialect == Postgres {
-		return "STRPOS(" + hay + ", " + needle + ")"
-	}
-	return "INSTR(" + hay + ", " + needle + ")"
-}
-
-func (d *DB) ws() string {
-	if d.Dialect == Postgres {
-		return "chr(9) || chr(10) || chr(13) || chr(32)"
-	}
-	return "CHAR(9) || CHAR(10) || CHAR(13) || CHAR(32)"
-}
-
-func (d *DB) newlineSpaces(expr string) string {
-	if d.Dialect == Postgres {
-		return "REPLACE(REPLACE(" + expr + ", chr(10), ' '), chr(13), ' ')"
-	}
-	return "REPLACE(REPLACE(" + expr + ", X'0A', ' '), X'0D', ' ')"
-}
-
 func (d *DB) startsWith(expr string, prefixes ...string) string {
 	trimmed := "LTRIM(" + expr + ", " + d.ws() + ")"
 	var parts []string
@@ -511,13 +490,6 @@ func (r *listingRepo) richQuery(tx *gorm.DB, f *filter, opt RichOptions, project
 // maxActivityScan caps the bounded activity scan before the fallback.
 const maxActivityScan = 1 << 21
 
-func (d *DB) greatest(a, b string) string {
-	if d.Dialect == Postgres {
-		return "GREATEST(" + a + ", " + b + ")"
-	}
-	return "MAX(" + a + ", " + b + ")"
-}
-
 // richPage is the part of a listing statement that picks the page: its
 // CTEs (ending in one named page with columns id, eff, started_at), their
 // arguments and the _bound/_above columns the bounded scans report.
@@ -734,24 +706,6 @@ func (d *DB) richRows(tx *gorm.DB, p richPage, project, act bool) ([]richRow, er
 		%s
 		ORDER BY page.eff DESC, page.started_at DESC, s.id DESC`, page, d.previewSQL("s"), d.lastActive("s", act), tipSel, p.bounds, tipJoin)
 	return scanRich(tx, q, p.args...)
-}
-
-// crossJoin is the join keyword that makes SQLite's planner keep the
-// written order (the left table drives the loop); PostgreSQL writes it as
-// a plain JOIN.
-func (d *DB) crossJoin() string {
-	if d.Dialect == Postgres {
-		return "JOIN"
-	}
-	return "CROSS JOIN"
-}
-
-// noIndex hides a column from the SQLite planner's index choice (unary +).
-func (d *DB) noIndex(col string) string {
-	if d.Dialect == Postgres {
-		return col
-	}
-	return "+" + col
 }
 
 func (r *listingRepo) Count(ctx context.Context, opt CountOptions) (int64, error) {

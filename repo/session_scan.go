@@ -281,7 +281,7 @@ func scanRich(tx *gorm.DB, q string, args ...any) ([]richRow, error) {
 // short statement's compilation on the hot reads).
 // On PostgreSQL GORM stays in the path: it rewrites the ? placeholders.
 func queryRows(tx *gorm.DB, q string, args ...any) (*sql.Rows, error) {
-	if tx.Dialector.Name() == "postgres" || tx.Statement.ConnPool == nil {
+	if isPostgres(tx) || tx.Statement.ConnPool == nil {
 		return tx.Raw(q, args...).Rows()
 	}
 	ctx := tx.Statement.Context

@@ -136,15 +136,6 @@ func EscapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
-// likeCI is the ASCII-case-insensitive LIKE of the dialect (SQLite's LIKE
-// already is; PostgreSQL needs ILIKE).
-func (d *DB) likeCI() string {
-	if d.Dialect == Postgres {
-		return "ILIKE"
-	}
-	return "LIKE"
-}
-
 func (r *titleRepo) Set(ctx context.Context, id, title string) (bool, error) {
 	return r.set(ctx, "titles.set", id, title, TitleUser)
 }
@@ -167,15 +158,7 @@ func isCompressionAncestor(tx *gorm.DB, ancestor, descendant string) (bool, erro
 		return false, nil
 	}
 	var n []int
-	err := tx.Raw(`WITH RECURSIVE anc(id, depth) AS (
-			SELECT ?, 0
-			UNION
-			SELECT p.id, anc.depth + 1 FROM anc
-			JOIN sessions c ON c.id = anc.id
-			JOIN sessions p ON p.id = c.parent_session_id
-			WHERE p.end_reason = 'compression' AND anc.depth < 1000
-		)
-		SELECT 1 FROM anc WHERE id = ? AND id <> ? LIMIT 1`, descendant, ancestor, descendant).Scan(&n).Error
+	err := tx.Raw(query("titles_compression_ancestor"), descendant, ancestor, descendant).Scan(&n).Error
 	return len(n) > 0, err
 }
 

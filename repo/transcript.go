@@ -173,14 +173,6 @@ func encodeContent(op string, v any) (*string, error) {
 	return &s, nil
 }
 
-// isNullSafe is the NULL-safe equality operator of the dialect (SQLite IS).
-func (d *DB) isNullSafe() string {
-	if d.Dialect == Postgres {
-		return "IS NOT DISTINCT FROM"
-	}
-	return "IS"
-}
-
 func (r *transcriptRepo) Get(ctx context.Context, sid string, opt GetOptions) ([]models.Message, error) {
 	const op = "transcript.get"
 	if err := checkID(op, sid); err != nil {
