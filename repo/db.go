@@ -1,7 +1,3 @@
-// Package repo holds the repository interfaces application code uses and
-// their GORM implementations. Every exported method opens its own
-// transaction (Write for writes, Read for reads) and calls small unexported
-// helpers that take the transaction.
 package repo
 
 import (

@@ -16,7 +16,7 @@ import (
 // jsonMarker), so each repository's statements read the same on both.
 // What differs by more than a fragment is a route of its own: the
 // PostgreSQL search (search_pg.go), SQLite's preview shortcut
-// (preview_sqlite.go), and the SQLite-only features (FTS5 layouts, the CJK
+// (listing_preview_sqlite.go), and the SQLite-only features (FTS5 layouts, the CJK
 // index, the activity table, VACUUM/backup, the write lock file), each
 // guarded where it is used by d.Dialect or isPostgres(tx).
 //

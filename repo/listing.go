@@ -152,7 +152,7 @@ func (d *DB) afterMarker(marker string) string {
 // alias s: the first eligible user row by (timestamp, id) through
 // idx_messages_session, cut in the database so only a short string leaves
 // it. On SQLite eligibility and cutting are the Go function previewFunc
-// (preview_sqlite.go): the same result as previewSQLPlain, in a statement
+// (listing_preview_sqlite.go): the same result as previewSQLPlain, in a statement
 // a fraction of the size to compile.
 func (d *DB) previewSQL(s string) string {
 	if d.Dialect == SQLite {

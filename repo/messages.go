@@ -531,7 +531,7 @@ func deref(p *string) string {
 
 // ToConversation converts stored rows to the replay format, then drops
 // background-review harness turns and blanks stale [marker] assistant
-// content as Hermes does before a replay (replay.go).
+// content as Hermes does before a replay (transcript_replay.go).
 func ToConversation(msgs []models.Message, opt ConversationOptions) []ConversationItem {
 	out := make([]ConversationItem, 0, len(msgs))
 	for i := range msgs {
