@@ -373,25 +373,7 @@ func resumeLineage(tx *gorm.DB, sid string) ([]string, error) {
 			return []string{sid}, nil
 		}
 	}
-	chain := []string{}
-	seen := map[string]bool{}
-	cur := sid
-	for cur != "" && !seen[cur] && len(chain) < 100 {
-		chain = append(chain, cur)
-		seen[cur] = true
-		p, ok, err := parentOf(tx, cur)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		cur = p
-	}
-	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
-		chain[i], chain[j] = chain[j], chain[i]
-	}
-	return chain, nil
+	return parentChain(tx, sid)
 }
 
 // parentOf returns the parent_session_id of a session (false when the
