@@ -8,6 +8,7 @@ import (
 	"reflect"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/pyjson"
 	"gorm.io/gorm/schema"
 )
 
@@ -42,7 +43,7 @@ func MustJSON(v any) JSON {
 }
 
 // IsNull reports whether j is empty (stored as NULL).
-func (j JSON) IsNull() bool { return len(j) == 0 || jsonFalsy(j) }
+func (j JSON) IsNull() bool { return len(j) == 0 || pyjson.Falsy(j) }
 
 // Decode unmarshals j into v; a NULL value leaves v untouched and returns nil.
 func (j JSON) Decode(v any) error {
@@ -78,7 +79,7 @@ func (j JSON) String() string { return string(j) }
 
 // IsNull reports whether t is empty (stored as NULL).
 func (t JSONText) IsNull() bool {
-	return len(t) == 0 || (json.Valid(t) && jsonFalsy(t))
+	return len(t) == 0 || (json.Valid(t) && pyjson.Falsy(t))
 }
 
 // Decode unmarshals the text into v; NULL leaves v untouched.
@@ -133,19 +134,19 @@ func (t *JSONText) UnmarshalJSON(b []byte) error {
 // String returns the text.
 func (t JSONText) String() string { return string(t) }
 
-// PyJSONSerializer is the GORM serializer registered as "pyjson". It writes
+// pyJSONSerializer is the GORM serializer registered as "pyjson". It writes
 // JSON columns as Python's json.dumps would (so Hermes reads them
 // identically and FTS indexes the same text), writes empty values as NULL,
 // and reads tolerantly: stored text that is not JSON is kept as it is.
-type PyJSONSerializer struct{}
+type pyJSONSerializer struct{}
 
-// SerializerName is the tag value for PyJSONSerializer: `gorm:"serializer:pyjson"`.
-const SerializerName = "pyjson"
+// serializerName is the tag value for pyJSONSerializer: `gorm:"serializer:pyjson"`.
+const serializerName = "pyjson"
 
-func init() { schema.RegisterSerializer(SerializerName, PyJSONSerializer{}) }
+func init() { schema.RegisterSerializer(serializerName, pyJSONSerializer{}) }
 
 // Scan implements schema.SerializerInterface.
-func (PyJSONSerializer) Scan(ctx context.Context, field *schema.Field, dst reflect.Value, dbValue any) error {
+func (pyJSONSerializer) Scan(ctx context.Context, field *schema.Field, dst reflect.Value, dbValue any) error {
 	var raw []byte
 	switch v := dbValue.(type) {
 	case nil:
@@ -183,13 +184,13 @@ func (PyJSONSerializer) Scan(ctx context.Context, field *schema.Field, dst refle
 }
 
 // Value implements schema.SerializerInterface.
-func (PyJSONSerializer) Value(ctx context.Context, field *schema.Field, dst reflect.Value, fieldValue any) (any, error) {
+func (pyJSONSerializer) Value(ctx context.Context, field *schema.Field, dst reflect.Value, fieldValue any) (any, error) {
 	switch v := fieldValue.(type) {
 	case JSON:
 		if v.IsNull() {
 			return nil, nil
 		}
-		b, err := PyJSON(v)
+		b, err := pyjson.Canonical(v)
 		if err != nil {
 			return nil, errs.Wrap(errs.ErrInvalid, "json", err, "column "+field.DBName+" does not hold valid JSON")
 		}
@@ -201,7 +202,7 @@ func (PyJSONSerializer) Value(ctx context.Context, field *schema.Field, dst refl
 		if !json.Valid(v) {
 			return string(v), nil
 		}
-		b, err := PyJSON(v)
+		b, err := pyjson.Canonical(v)
 		if err != nil {
 			return nil, errs.Wrap(errs.ErrInvalid, "json", err, "column "+field.DBName+" does not hold valid JSON")
 		}
@@ -209,11 +210,11 @@ func (PyJSONSerializer) Value(ctx context.Context, field *schema.Field, dst refl
 	case nil:
 		return nil, nil
 	}
-	b, err := PyDumps(fieldValue)
+	b, err := pyjson.Dumps(fieldValue)
 	if err != nil {
 		return nil, errs.Wrap(errs.ErrInvalid, "json", err, "column "+field.DBName+" cannot be encoded")
 	}
-	if jsonFalsy(b) {
+	if pyjson.Falsy(b) {
 		return nil, nil
 	}
 	return string(b), nil

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/hermesstate/hermesstate/internal/pyjson"
 )
 
 // JSONSetKey returns the object text obj with key set to value, in Python's
@@ -68,7 +70,7 @@ func JSONSetKey(obj []byte, key string, value any) (JSONText, error) {
 		buf.Write(p.v)
 	}
 	buf.WriteByte('}')
-	out, err := PyJSON(buf.Bytes())
+	out, err := pyjson.Canonical(buf.Bytes())
 	if err != nil {
 		return nil, err
 	}

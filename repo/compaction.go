@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/pyjson"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -177,7 +178,7 @@ func mergeModelConfig(current models.JSONText, patch map[string]any, keyOrder ..
 		b.Write(vb)
 	}
 	b.WriteByte('}')
-	out, err := models.PyJSON([]byte(b.String()))
+	out, err := pyjson.Canonical([]byte(b.String()))
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/pyjson"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -610,7 +611,7 @@ func pyText(j models.JSON) (any, error) {
 	if j.IsNull() {
 		return nil, nil
 	}
-	b, err := models.PyJSON(j)
+	b, err := pyjson.Canonical(j)
 	if err != nil {
 		return nil, err
 	}
@@ -684,7 +685,7 @@ func importValues(sessionID string, m *importMsg) ([]any, error) {
 		}
 		content = s
 	default:
-		b, err := models.PyJSON(c)
+		b, err := pyjson.Canonical(c)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/pyjson"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -144,7 +145,7 @@ func (in *NewMessage) toRow(op, sessionID string) (*models.Message, error) {
 		row.CompressedSummary = 1
 	}
 	if in.Parts != nil {
-		b, err := models.PyDumps(in.Parts)
+		b, err := pyjson.Dumps(in.Parts)
 		if err != nil {
 			return nil, errs.Wrap(errs.ErrInvalid, op, err, "content parts cannot be encoded as JSON")
 		}

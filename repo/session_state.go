@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/pyjson"
 	"github.com/hermesstate/hermesstate/internal/querytext"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
@@ -205,7 +206,7 @@ func (r *sessionStateRepo) UpdateMeta(ctx context.Context, id string, mc models.
 		if err := checkJSON(op, "model_config", mc); err != nil {
 			return err
 		}
-		b, err := models.PyJSON(mc)
+		b, err := pyjson.Canonical(mc)
 		if err != nil {
 			return errs.Wrap(errs.ErrInvalid, op, err, "model_config is not valid JSON")
 		}
@@ -367,7 +368,7 @@ func (r *sessionStateRepo) UpdateToolNames(ctx context.Context, id string, names
 				return err
 			}
 		}
-		b, err := models.PyDumps(names)
+		b, err := pyjson.Dumps(names)
 		if err != nil {
 			return errs.Wrap(errs.ErrInvalid, op, err, "tool names cannot be encoded")
 		}

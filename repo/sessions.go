@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/pyjson"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -295,7 +296,7 @@ func sessionUpsert(op string, existing *models.Session, in NewSession, hash *str
 	}
 	fill("model", existing.Model, in.Model)
 	if existing.ModelConfig.IsNull() && !in.ModelConfig.IsNull() {
-		b, err := models.PyJSON(in.ModelConfig)
+		b, err := pyjson.Canonical(in.ModelConfig)
 		if err != nil {
 			return nil, errs.Wrap(errs.ErrInvalid, op, err, "model_config is not valid JSON")
 		}
@@ -318,7 +319,7 @@ func sessionUpsert(op string, existing *models.Session, in NewSession, hash *str
 		fill(col, pair.cur, pair.v)
 	}
 	if existing.OriginJSON.IsNull() && !in.OriginJSON.IsNull() {
-		b, err := models.PyJSON(in.OriginJSON)
+		b, err := pyjson.Canonical(in.OriginJSON)
 		if err != nil {
 			return nil, errs.Wrap(errs.ErrInvalid, op, err, "origin_json is not valid JSON")
 		}

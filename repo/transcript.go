@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/pyjson"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -165,7 +166,7 @@ func encodeContent(op string, v any) (*string, error) {
 	case *string:
 		return c, nil
 	}
-	b, err := models.PyDumps(v)
+	b, err := pyjson.Dumps(v)
 	if err != nil {
 		return nil, errs.Wrap(errs.ErrInvalid, op, err, "content cannot be encoded as JSON")
 	}
@@ -658,7 +659,7 @@ func (r *transcriptRepo) SetLatestDisplayKind(ctx context.Context, sid, role, co
 		if json.Unmarshal(meta, &obj) != nil || obj == nil {
 			return false, errs.Errorf(errs.ErrInvalid, op, "display_metadata must be a JSON object")
 		}
-		b, err := models.PyJSON(meta)
+		b, err := pyjson.Canonical(meta)
 		if err != nil {
 			return false, errs.Wrap(errs.ErrInvalid, op, err, "display_metadata is not valid JSON")
 		}

@@ -1,4 +1,4 @@
-package models
+package pyjson
 
 import (
 	"encoding/json"
@@ -24,12 +24,12 @@ func TestPyJSONMatchesPython(t *testing.T) {
 		`"\ud800"`: `"\ufffd"`,
 		` { "nested" : { "deep" : [ [ ] , { } ] } } `: `{"nested": {"deep": [[], {}]}}`,
 	} {
-		got, err := PyJSON([]byte(in))
+		got, err := Canonical([]byte(in))
 		require.NoError(t, err, in)
 		require.Equal(t, want, string(got), in)
 	}
 	for _, bad := range []string{``, `{`, `{"a"}`, `[1,]`, `1 2`, `nul`} {
-		_, err := PyJSON([]byte(bad))
+		_, err := Canonical([]byte(bad))
 		require.Error(t, err, bad)
 	}
 }
@@ -70,7 +70,7 @@ func TestPyJSONReproducesHermesColumns(t *testing.T) {
 					if !ok || !jsonCols[col] || !json.Valid([]byte(s)) {
 						continue
 					}
-					got, err := PyJSON([]byte(s))
+					got, err := Canonical([]byte(s))
 					require.NoError(t, err)
 					require.Equal(t, s, string(got), "%s %s.%s", filepath.Base(f), table, col)
 					checked++
@@ -81,42 +81,27 @@ func TestPyJSONReproducesHermesColumns(t *testing.T) {
 	require.Greater(t, checked, 100)
 }
 
-func TestJSONSetKey(t *testing.T) {
-	got, err := JSONSetKey([]byte(`{"max_iterations": 20, "note": "é"}`), "_delegate_from", "p1")
-	require.NoError(t, err)
-	require.Equal(t, `{"max_iterations": 20, "note": "\u00e9", "_delegate_from": "p1"}`, string(got))
-	got, err = JSONSetKey(nil, "_reset_from", "x")
-	require.NoError(t, err)
-	require.Equal(t, `{"_reset_from": "x"}`, string(got))
-	got, err = JSONSetKey([]byte(`{"a": 1, "k": "old", "b": 2}`), "k", "new")
-	require.NoError(t, err)
-	require.Equal(t, `{"a": 1, "k": "new", "b": 2}`, string(got))
-	got, err = JSONSetKey([]byte(`not json`), "k", 1)
-	require.NoError(t, err)
-	require.Equal(t, `{"k": 1}`, string(got))
-}
-
 func FuzzPyJSON(f *testing.F) {
 	for _, s := range []string{`{"a": [1, "é", null]}`, `"\ud83d\ude00"`, `[]`, `{"":{"":""}}`, `1e400`, `"\u0000"`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		if !json.Valid([]byte(in)) {
-			if _, err := PyJSON([]byte(in)); err == nil {
+			if _, err := Canonical([]byte(in)); err == nil {
 				t.Fatalf("PyJSON accepted invalid JSON %q", in)
 			}
 			return
 		}
-		out, err := PyJSON([]byte(in))
+		out, err := Canonical([]byte(in))
 		if err != nil {
-			t.Fatalf("PyJSON(%q): %v", in, err)
+			t.Fatalf("Canonical(%q): %v", in, err)
 		}
 		if !json.Valid(out) {
-			t.Fatalf("PyJSON(%q) = %q is not JSON", in, out)
+			t.Fatalf("Canonical(%q) = %q is not JSON", in, out)
 		}
 		for _, c := range out {
 			if c >= 0x80 {
-				t.Fatalf("PyJSON(%q) = %q has non-ASCII bytes", in, out)
+				t.Fatalf("Canonical(%q) = %q has non-ASCII bytes", in, out)
 			}
 		}
 		var a, b any
@@ -125,7 +110,7 @@ func FuzzPyJSON(f *testing.F) {
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("PyJSON changed the value: %q -> %q", in, out)
 		}
-		again, err := PyJSON(out)
+		again, err := Canonical(out)
 		if err != nil || string(again) != string(out) {
 			t.Fatalf("PyJSON is not idempotent on %q: %q", out, again)
 		}

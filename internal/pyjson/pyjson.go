@@ -1,4 +1,9 @@
-package models
+// Package pyjson writes JSON the way Python's json.dumps does by default
+// (", " and ": " separators, non-ASCII escaped as \uXXXX), so the JSON
+// columns hermesstate writes are byte-identical to Hermes' and the FTS
+// index sees the same text. models' JSON columns and the repositories use
+// it.
+package pyjson
 
 import (
 	"bytes"
@@ -11,13 +16,13 @@ import (
 	"unicode/utf8"
 )
 
-// PyJSON re-encodes the JSON text raw in the form Python's json.dumps writes
+// Canonical re-encodes the JSON text raw in the form Python's json.dumps writes
 // by default: ", " and ": " separators, object keys in their given order,
 // every character outside printable ASCII escaped as \uXXXX (surrogate pairs
 // above U+FFFF), numbers kept as written. Lone surrogate escapes and invalid
 // UTF-8 inside strings become U+FFFD. It returns an error when raw is not a
 // single valid JSON value.
-func PyJSON(raw []byte) ([]byte, error) {
+func Canonical(raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var out bytes.Buffer
@@ -160,18 +165,18 @@ func pyString(s string, out *bytes.Buffer) {
 	out.WriteByte('"')
 }
 
-// PyDumps marshals v with encoding/json and re-encodes it in Python's form.
-func PyDumps(v any) ([]byte, error) {
+// Dumps marshals v with encoding/json and re-encodes it in Python's form.
+func Dumps(v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	return PyJSON(b)
+	return Canonical(b)
 }
 
-// jsonFalsy reports whether the JSON text is a value Python treats as false
+// Falsy reports whether the JSON text is a value Python treats as false
 // (null, false, 0, "", [], {}), which Hermes stores as NULL.
-func jsonFalsy(raw []byte) bool {
+func Falsy(raw []byte) bool {
 	s := strings.TrimSpace(string(raw))
 	switch s {
 	case "", "null", "false", "0", `""`, "[]", "{}", "0.0":
