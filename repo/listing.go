@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -548,27 +549,9 @@ func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, pro
 // and the bound T: a session outside them has activity at or below T, and
 // so has every chain made only of such sessions.
 func (d *DB) activityScanPage(f *filter, limit string, k int) richPage {
-	edge := d.continuationEdge("p", "c")
-	sql := fmt.Sprintf(`top AS (SELECT session_id AS id, active_at AS ts FROM hermesstate_session_activity ORDER BY active_at DESC LIMIT %[6]d),
-			bound AS (SELECT CASE WHEN (SELECT COUNT(*) FROM top) < %[6]d THEN -1e308 ELSE (SELECT MIN(ts) FROM top) END AS t),
-			up(id, depth) AS (
-				SELECT id, 0 FROM top
-				UNION
-				SELECT p.id, up.depth + 1 FROM up JOIN sessions c ON c.id = up.id JOIN sessions p ON %[1]s WHERE up.depth < %[2]d
-			),
-			cand(id) AS (SELECT DISTINCT id FROM up),
-			%[3]s,
-			pall AS (
-				SELECT s.id, CASE WHEN s.end_reason = 'compression'
-					THEN (SELECT MAX(ca.active_at) FROM chain c CROSS JOIN hermesstate_session_activity ca ON ca.session_id = c.cur_id WHERE c.root_id = s.id)
-					ELSE (SELECT sa.active_at FROM hermesstate_session_activity sa WHERE sa.session_id = s.id) END AS eff, s.started_at
-				FROM cand CROSS JOIN sessions s ON s.id = cand.id
-				%[4]s
-			),
-			page AS (SELECT id, eff, started_at FROM pall ORDER BY eff DESC, started_at DESC, id DESC%[5]s)`,
-		edge, maxLineageDepth,
-		d.tipCTEAct("chain", "SELECT cand.id FROM cand CROSS JOIN sessions cs ON cs.id = cand.id WHERE cs.end_reason = 'compression'", true),
-		f.sql(), limit, k)
+	chain := d.tipCTEAct("chain", "SELECT cand.id FROM cand CROSS JOIN sessions cs ON cs.id = cand.id WHERE cs.end_reason = 'compression'", true)
+	sql := query("listing_page_activity_scan", "scan", strconv.Itoa(k), "edge", d.continuationEdge("p", "c"), "max_depth", maxDepthSQL,
+		"chain", chain, "where", f.sql(), "limit", limit)
 	return richPage{sql: sql, args: append([]any{}, f.args...), bounds: scanBounds}
 }
 
@@ -576,29 +559,12 @@ func (d *DB) activityScanPage(f *filter, limit string, k int) richPage {
 // session activity stamps (both from indexes) give the candidates and the
 // bound T (the newer of the two scans' last values).
 func (d *DB) messageScanPage(f *filter, limit string, scan, ss int) richPage {
-	edge := d.continuationEdge("p", "c")
-	sql := fmt.Sprintf(`rm AS (SELECT session_id AS id, timestamp AS ts FROM messages WHERE timestamp %[1]s ORDER BY timestamp DESC LIMIT %[9]d),
-			rs AS (SELECT id, COALESCE(last_activity_at, started_at) AS ts FROM sessions ORDER BY COALESCE(last_activity_at, started_at) DESC, started_at DESC LIMIT %[10]d),
-			bound AS (SELECT %[7]s AS t),
-			seen(id) AS (SELECT id FROM rm UNION SELECT id FROM rs WHERE ts > (SELECT t FROM bound)),
-			up(id, depth) AS (
-				SELECT id, 0 FROM seen
-				UNION
-				SELECT p.id, up.depth + 1 FROM up JOIN sessions c ON c.id = up.id JOIN sessions p ON %[2]s WHERE up.depth < %[3]d
-			),
-			cand(id) AS (SELECT DISTINCT id FROM up),
-			%[4]s,
-			pall AS (
-				SELECT s.id, MAX(%[5]s) AS eff, s.started_at FROM cand JOIN sessions s ON s.id = cand.id
-				LEFT JOIN chain c ON c.root_id = s.id
-				LEFT JOIN sessions cs ON cs.id = c.cur_id
-				%[6]s
-				GROUP BY s.id, s.started_at
-			),
-			page AS (SELECT id, eff, started_at FROM pall ORDER BY eff DESC, started_at DESC, id DESC%[8]s)`,
-		sqlIn, edge, maxLineageDepth, d.tipCTE("chain", "SELECT id FROM cand"), lastActiveSQL("cs"), f.sql(),
-		d.greatest(fmt.Sprintf("CASE WHEN (SELECT COUNT(*) FROM rm) < %d THEN -1e308 ELSE (SELECT MIN(ts) FROM rm) END", scan),
-			fmt.Sprintf("CASE WHEN (SELECT COUNT(*) FROM rs) < %d THEN -1e308 ELSE (SELECT MIN(ts) FROM rs) END", ss)), limit, scan, ss)
+	bound := d.greatest(fmt.Sprintf("CASE WHEN (SELECT COUNT(*) FROM rm) < %d THEN -1e308 ELSE (SELECT MIN(ts) FROM rm) END", scan),
+		fmt.Sprintf("CASE WHEN (SELECT COUNT(*) FROM rs) < %d THEN -1e308 ELSE (SELECT MIN(ts) FROM rs) END", ss))
+	chain := d.tipCTE("chain", "SELECT id FROM cand")
+	sql := query("listing_page_message_scan", "recent", sqlIn, "scan", strconv.Itoa(scan), "session_scan", strconv.Itoa(ss),
+		"bound", bound, "edge", d.continuationEdge("p", "c"), "max_depth", maxDepthSQL, "chain", chain,
+		"last_active", lastActiveSQL("cs"), "where", f.sql(), "limit", limit)
 	return richPage{sql: sql, args: append([]any{}, f.args...), bounds: scanBounds}
 }
 

@@ -20,6 +20,11 @@ var queryFiles embed.FS
 // comment removed.
 var queries = loadQueries()
 
+// queryParts maps NAME to its statement cut at the placeholders: literal
+// text, placeholder name, literal text, ... (an odd count), so that query
+// fills it in by appending (the listing renders its statements per call).
+var queryParts = splitQueries(queries)
+
 func loadQueries() map[string]string {
 	out := map[string]string{}
 	entries, _ := queryFiles.ReadDir("queries")
@@ -37,17 +42,61 @@ func loadQueries() map[string]string {
 	return out
 }
 
+func splitQueries(qs map[string]string) map[string][]string {
+	out := make(map[string][]string, len(qs))
+	for name, q := range qs {
+		var parts []string
+		for {
+			i := strings.Index(q, "{{")
+			j := strings.Index(q[max(i, 0):], "}}")
+			if i < 0 || j < 0 {
+				break
+			}
+			parts = append(parts, q[:i], q[i+2:i+j])
+			q = q[i+j+2:]
+		}
+		out[name] = append(parts, q)
+	}
+	return out
+}
+
 // query returns the statement of queries/NAME.sql with each {{key}}
-// replaced by its value (kv: key, value, key, value, ...). An unknown name
-// gives "", which the database refuses (TestQueries checks every call).
+// replaced by its value (kv: key, value, key, value, ...); a placeholder
+// without a value is left as it is. An unknown name gives "", which the
+// database refuses (TestQueries checks every call).
 func query(name string, kv ...string) string {
-	q := queries[name]
-	if len(kv) == 0 {
-		return q
+	parts := queryParts[name]
+	if len(parts) == 1 {
+		return parts[0]
 	}
-	pairs := make([]string, len(kv))
+	n := 0
+	for i := 0; i < len(parts); i += 2 {
+		n += len(parts[i])
+	}
+	for i := 1; i < len(kv); i += 2 {
+		n += len(kv[i]) * 2
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i, p := range parts {
+		if i%2 == 0 {
+			b.WriteString(p)
+			continue
+		}
+		v, ok := lookupKV(kv, p)
+		if !ok {
+			v = "{{" + p + "}}"
+		}
+		b.WriteString(v)
+	}
+	return b.String()
+}
+
+func lookupKV(kv []string, key string) (string, bool) {
 	for i := 0; i+1 < len(kv); i += 2 {
-		pairs[i], pairs[i+1] = "{{"+kv[i]+"}}", kv[i+1]
+		if kv[i] == key {
+			return kv[i+1], true
+		}
 	}
-	return strings.NewReplacer(pairs...).Replace(q)
+	return "", false
 }

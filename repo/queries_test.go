@@ -14,8 +14,8 @@ import (
 // file has, and every file is used.
 func TestQueries(t *testing.T) {
 	placeholder := regexp.MustCompile(`\{\{(\w+)\}\}`)
-	call := regexp.MustCompile(`query\("(\w+)"((?:, "\w+", [^,()]+(?:\([^()]*\))?)*)\)`)
-	key := regexp.MustCompile(`, "(\w+)", `)
+	call := regexp.MustCompile(`query\("(\w+)"((?:,\s*"\w+",\s*[^,()]+(?:\([^()]*\))?)*)\)`)
+	key := regexp.MustCompile(`,\s*"(\w+)",\s*`)
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -73,4 +73,23 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+func TestQueryRender(t *testing.T) {
+	parts := splitQueries(map[string]string{"q": "A {{x}} B {{y}}{{x}} C", "plain": "SELECT 1"})
+	saved := queryParts
+	queryParts = parts
+	defer func() { queryParts = saved }()
+	if got := query("q", "x", "1", "y", "22"); got != "A 1 B 221 C" {
+		t.Errorf("query = %q", got)
+	}
+	if got := query("q", "x", "1"); got != "A 1 B {{y}}1 C" {
+		t.Errorf("a placeholder without a value stays: %q", got)
+	}
+	if got := query("plain"); got != "SELECT 1" {
+		t.Errorf("plain = %q", got)
+	}
+	if got := query("nope"); got != "" {
+		t.Errorf("unknown = %q", got)
+	}
 }
