@@ -13,12 +13,13 @@ import (
 // helper here that switches on the dialect (below the rules: the advisory
 // session lock, the retry predicates, and the SQL fragments: instr, ws,
 // newlineSpaces, greatest, crossJoin, noIndex, likeCI, isNullSafe,
-// jsonMarker), so each repository's statements read the same on both.
-// What differs by more than a fragment is a route of its own: the
-// PostgreSQL search (search_pg.go), SQLite's preview shortcut
-// (listing_preview_sqlite.go), and the SQLite-only features (FTS5 layouts, the CJK
-// index, the activity table, VACUUM/backup, the write lock file), each
-// guarded where it is used by d.Dialect or isPostgres(tx).
+// jsonMarker, nullsLast, rowOrder), so each repository's statements read
+// the same on both. What differs by more than a fragment is a route of its
+// own: the PostgreSQL search (search_pg.go), SQLite's preview shortcut
+// (listing_preview_sqlite.go), and the SQLite-only features (FTS5 layouts,
+// the CJK index, the activity table, VACUUM/backup, the write lock file and
+// interrupts in db.go), each guarded where it is used by d.Dialect or
+// isPostgres(tx).
 //
 // Rules for code in this package (both dialects run the same contract
 // suite, contract_core_test.go in the root package):
@@ -143,4 +144,22 @@ func (d *DB) isNullSafe() string {
 		return "IS NOT DISTINCT FROM"
 	}
 	return "IS"
+}
+
+// nullsLast is what a DESC ordering needs to put NULLs last as SQLite does
+// (PostgreSQL sorts NULL above every value).
+func (d *DB) nullsLast() string {
+	if d.Dialect == Postgres {
+		return " NULLS LAST"
+	}
+	return ""
+}
+
+// rowOrder is the order rows were inserted in: SQLite's rowid; PostgreSQL
+// has none, so the columns pgCols stand in.
+func (d *DB) rowOrder(pgCols string) string {
+	if d.Dialect == Postgres {
+		return pgCols
+	}
+	return "rowid"
 }

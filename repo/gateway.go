@@ -159,10 +159,7 @@ func (r *gatewayRepo) RoutingEntryForSession(ctx context.Context, sid string) (m
 	out, err := Read(ctx, r.db, op, func(tx *gorm.DB) (res, error) {
 		// Table order, as Hermes' unordered scan returns it (the oldest
 		// row first; PostgreSQL has no rowid, updated_at stands in).
-		order := "rowid"
-		if r.db.Dialect == Postgres {
-			order = "updated_at, scope, session_key"
-		}
+		order := r.db.rowOrder("updated_at, scope, session_key")
 		var rows []struct{ EntryJSON string }
 		if err := tx.Raw("SELECT entry_json FROM gateway_routing ORDER BY " + order).Scan(&rows).Error; err != nil {
 			return res{}, err

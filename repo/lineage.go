@@ -87,13 +87,9 @@ func (d *DB) nextContinuation(pid string) string { return d.nextContinuationAct(
 // nextContinuationAct is nextContinuation reading each child's activity
 // from ActivityTable when act is set (the same value, one lookup).
 func (d *DB) nextContinuationAct(pid string, act bool) string {
-	nullsLast := ""
-	if d.Dialect == Postgres {
-		nullsLast = " NULLS LAST"
-	}
 	return fmt.Sprintf(`(SELECT nc.id FROM sessions np JOIN sessions nc ON %s
 		WHERE np.id = %s ORDER BY CASE WHEN nc.end_reason = 'compression' THEN 0 WHEN nc.ended_at IS NULL THEN 1 ELSE 2 END,
-		%s DESC%s, nc.started_at DESC, nc.id DESC LIMIT 1)`, d.continuationEdge("np", "nc"), pid, d.lastActive("nc", act), nullsLast)
+		%s DESC%s, nc.started_at DESC, nc.id DESC LIMIT 1)`, d.continuationEdge("np", "nc"), pid, d.lastActive("nc", act), d.nullsLast())
 }
 
 // tipCTE returns the recursive CTE "name(root_id, cur_id, depth)" walking

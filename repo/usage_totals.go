@@ -136,10 +136,7 @@ func (r *usageRepo) RecentModelRoute(ctx context.Context, sid string) (*ModelRou
 	}
 	// rowid breaks same-timestamp ties toward the route that appeared
 	// later; PostgreSQL has no rowid, first_seen stands in for it.
-	tie := "rowid DESC"
-	if r.db.Dialect == Postgres {
-		tie = "first_seen DESC"
-	}
+	tie := r.db.rowOrder("first_seen") + " DESC"
 	return Read(ctx, r.db, op, func(tx *gorm.DB) (*ModelRoute, error) {
 		var rows []ModelRoute
 		if err := tx.Raw(`SELECT model, billing_provider, billing_base_url, billing_mode, api_call_count
