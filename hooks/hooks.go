@@ -3,11 +3,10 @@
 // (message_count, tool_call_count) on every message insert, and the
 // normalisation of a message row before it is inserted.
 //
-// hermesstate does not call Register on its own: repo.RegisterWritePath
-// (repo/writepath.go) registers these with the rest of the write path's
-// callbacks, in one documented place. Register is for a program that
-// writes Hermes' tables through its own *gorm.DB and wants the same
-// counters.
+// A store registers them through repo.RegisterWritePath (repo/writepath.go),
+// with the rest of the write path's callbacks, in one documented place.
+// Call Register yourself only for a *gorm.DB of your own that writes
+// Hermes' tables and should keep the same counters.
 package hooks
 
 import (
