@@ -437,102 +437,154 @@ type importMsg struct {
 // file); a session whose id already exists is decoded and discarded
 // message by message without being kept.
 func (r *portRepo) importOne(ctx context.Context, op string, dec *json.Decoder, line int64, pending map[string]string, res *ImportResult) error {
-	bad := func(err error, what string) error {
-		return errs.Wrap(errs.ErrInvalid, op, err, fmt.Sprintf("session %d: %s", line, what))
-	}
-	fields := map[string]json.RawMessage{}
-	var sess *models.Session
-	skip := false
-	var msgs []importMsg
-	sawMessages := false
-	prepare := func() error {
-		if sess != nil || skip {
-			return nil
-		}
-		b, _ := json.Marshal(fields)
-		var s models.Session
-		if err := json.Unmarshal(b, &s); err != nil {
-			return bad(err, "bad session fields")
-		}
-		if err := checkID(op, s.ID); err != nil {
-			return err
-		}
-		if err := checkName(op, "source", s.Source); err != nil {
-			return err
-		}
-		// An early look (re-checked in the write transaction) so that the
-		// messages of a session already stored are not kept in memory.
-		exists, err := Read(ctx, r.db, op, func(tx *gorm.DB) (bool, error) { return sessionExists(tx, s.ID) })
-		if err != nil {
-			return err
-		}
-		skip = exists
-		sess = &s
-		return nil
-	}
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
-			return bad(err, "not JSON")
-		}
-		key, ok := kt.(string)
-		if !ok {
-			return bad(nil, "expected a key")
-		}
-		if key != "messages" {
-			var v json.RawMessage
-			if err := dec.Decode(&v); err != nil {
-				return bad(err, "bad value of "+key)
-			}
-			if sawMessages {
-				return bad(nil, "session fields must come before messages")
-			}
-			fields[key] = v
-			continue
-		}
-		sawMessages = true
-		if err := prepare(); err != nil {
-			return err
-		}
-		if t, err := dec.Token(); err != nil {
-			return bad(err, "bad messages")
-		} else if d, ok := t.(json.Delim); !ok || d != '[' {
-			if t == nil {
-				continue
-			}
-			return bad(nil, "messages must be a list")
-		}
-		for dec.More() {
-			if skip {
-				var discard json.RawMessage
-				if err := dec.Decode(&discard); err != nil {
-					return bad(err, "bad message")
-				}
-				continue
-			}
-			var m importMsg
-			if err := dec.Decode(&m); err != nil {
-				return bad(err, "bad message")
-			}
-			msgs = append(msgs, m)
-		}
-		if _, err := dec.Token(); err != nil {
-			return bad(err, "unterminated messages")
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return bad(err, "unterminated session")
-	}
-	if err := prepare(); err != nil {
+	d := &importSession{r: r, ctx: ctx, op: op, dec: dec, line: line, fields: map[string]json.RawMessage{}}
+	if err := d.read(); err != nil {
 		return err
 	}
-	if skip {
+	if d.skip {
 		res.Skipped++
 		return nil
 	}
-	var exists bool
-	var missingParent string
-	err := r.db.Write(ctx, sqlitex.Transcript, op, func(tx *gorm.DB) error {
+	exists, missingParent, err := r.storeImported(ctx, op, d.sess, d.msgs)
+	if err != nil {
+		return err
+	}
+	if exists {
+		res.Skipped++
+		return nil
+	}
+	if missingParent != "" {
+		pending[d.sess.ID] = missingParent
+	}
+	res.Sessions++
+	res.Messages += int64(len(d.msgs))
+	return nil
+}
+
+// importSession is one session object of an import being read: its
+// fields (which must come before its messages), the session they decode to,
+// and its messages, or skip when the session is already stored.
+type importSession struct {
+	r           *portRepo
+	ctx         context.Context
+	op          string
+	dec         *json.Decoder
+	line        int64
+	fields      map[string]json.RawMessage
+	sess        *models.Session
+	skip        bool
+	msgs        []importMsg
+	sawMessages bool
+}
+
+// bad is an ErrInvalid error about this session.
+func (d *importSession) bad(err error, what string) error {
+	return errs.Wrap(errs.ErrInvalid, d.op, err, fmt.Sprintf("session %d: %s", d.line, what))
+}
+
+// read reads the rest of the session object (after '{') and its closing
+// '}'.
+func (d *importSession) read() error {
+	dec := d.dec
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return d.bad(err, "not JSON")
+		}
+		key, ok := kt.(string)
+		if !ok {
+			return d.bad(nil, "expected a key")
+		}
+		if key == "messages" {
+			if err := d.readMessages(); err != nil {
+				return err
+			}
+			continue
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return d.bad(err, "bad value of "+key)
+		}
+		if d.sawMessages {
+			return d.bad(nil, "session fields must come before messages")
+		}
+		d.fields[key] = v
+	}
+	if _, err := dec.Token(); err != nil {
+		return d.bad(err, "unterminated session")
+	}
+	return d.prepare()
+}
+
+// readMessages reads the value of "messages": a list (or null), kept in
+// memory unless the session is skipped.
+func (d *importSession) readMessages() error {
+	dec := d.dec
+	d.sawMessages = true
+	if err := d.prepare(); err != nil {
+		return err
+	}
+	if t, err := dec.Token(); err != nil {
+		return d.bad(err, "bad messages")
+	} else if delim, ok := t.(json.Delim); !ok || delim != '[' {
+		if t == nil {
+			return nil
+		}
+		return d.bad(nil, "messages must be a list")
+	}
+	for dec.More() {
+		if d.skip {
+			var discard json.RawMessage
+			if err := dec.Decode(&discard); err != nil {
+				return d.bad(err, "bad message")
+			}
+			continue
+		}
+		var m importMsg
+		if err := dec.Decode(&m); err != nil {
+			return d.bad(err, "bad message")
+		}
+		d.msgs = append(d.msgs, m)
+	}
+	if _, err := dec.Token(); err != nil {
+		return d.bad(err, "unterminated messages")
+	}
+	return nil
+}
+
+// prepare decodes the session from its fields, once, and checks whether
+// it is already stored.
+func (d *importSession) prepare() error {
+	if d.sess != nil || d.skip {
+		return nil
+	}
+	b, _ := json.Marshal(d.fields)
+	var s models.Session
+	if err := json.Unmarshal(b, &s); err != nil {
+		return d.bad(err, "bad session fields")
+	}
+	if err := checkID(d.op, s.ID); err != nil {
+		return err
+	}
+	if err := checkName(d.op, "source", s.Source); err != nil {
+		return err
+	}
+	// An early look (re-checked in the write transaction) so that the
+	// messages of a session already stored are not kept in memory.
+	exists, err := Read(d.ctx, d.r.db, d.op, func(tx *gorm.DB) (bool, error) { return sessionExists(tx, s.ID) })
+	if err != nil {
+		return err
+	}
+	d.skip = exists
+	d.sess = &s
+	return nil
+}
+
+// storeImported stores sess with all its msgs in one write transaction.
+// exists reports a session stored meanwhile (nothing written);
+// missingParent is the parent id not in the store (see insertImported).
+func (r *portRepo) storeImported(ctx context.Context, op string, sess *models.Session, msgs []importMsg) (exists bool, missingParent string, err error) {
+	err = r.db.Write(ctx, sqlitex.Transcript, op, func(tx *gorm.DB) error {
 		exists, missingParent = false, ""
 		ok, err := sessionExists(tx, sess.ID)
 		if err != nil || ok {
@@ -550,19 +602,7 @@ func (r *portRepo) importOne(ctx context.Context, op string, dec *json.Decoder, 
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if exists {
-		res.Skipped++
-		return nil
-	}
-	if missingParent != "" {
-		pending[sess.ID] = missingParent
-	}
-	res.Sessions++
-	res.Messages += int64(len(msgs))
-	return nil
+	return exists, missingParent, err
 }
 
 // insertImported writes the session row (and its system prompt). It

@@ -181,6 +181,26 @@ END`)
 // 'integrity-check' (in a rolled-back transaction) and the row count
 // against its source.
 func (c *checker) fts() {
+	tables := c.ftsTables()
+	meta := c.meta(rebuildHW, rebuildProg, ftsStaleKey, ftsCJKStaleKey, "fts_storage_version")
+	backfill := c.ftsLayout(tables, meta)
+	for _, name := range c.r.FTSTables {
+		c.ftsTable(tables[name], backfill)
+	}
+	c.ftsObjects(tables, meta[ftsStaleKey] == "1")
+	c.cjkIndex()
+	if t, ok := tables["messages_fts_cjk"]; ok && meta[ftsCJKStaleKey] != "1" {
+		for _, n := range []string{"_insert", "_delete", "_update"} {
+			if c.has("trigger", t.Name+n) {
+				c.r.add(CheckFTS, Warning, t.Name+n, "open the store once (a pure-Go build drops the cjk triggers and sets fts_cjk_stale)",
+					"trigger %s%s feeds a table whose tokenizer this build cannot load: message writes fail here", t.Name, n)
+			}
+		}
+	}
+}
+
+// ftsTables finds the FTS5 tables of the file and its layout.
+func (c *checker) ftsTables() map[string]ftsTable {
 	r := c.r
 	tables := map[string]ftsTable{}
 	for name, s := range c.objects["table"] {
@@ -196,8 +216,14 @@ func (c *checker) fts() {
 		r.FTSTables = append(r.FTSTables, n)
 	}
 	sort.Strings(r.FTSTables)
-	meta := c.meta(rebuildHW, rebuildProg, ftsStaleKey, ftsCJKStaleKey, "fts_storage_version")
-	backfill := meta[rebuildHW] != ""
+	return tables
+}
+
+// ftsLayout reports the layout, its storage version and a backfill in
+// progress, which it returns.
+func (c *checker) ftsLayout(tables map[string]ftsTable, meta map[string]string) (backfill bool) {
+	r := c.r
+	backfill = meta[rebuildHW] != ""
 	r.state.backfill = backfill && r.state.layout == LayoutCurrent
 	switch r.state.layout {
 	case LayoutNone:
@@ -214,54 +240,64 @@ func (c *checker) fts() {
 		r.add(CheckFTS, Info, "", "", "an FTS backfill is in progress (%s=%s, %s=%s); index counts are not compared",
 			rebuildHW, meta[rebuildHW], rebuildProg, meta[rebuildProg])
 	}
-	for _, name := range r.FTSTables {
-		t := tables[name]
-		if strings.Contains(t.Tokenize, cjkTokenizer) {
-			r.add(CheckFTS, Info, name, "", "%s uses the native tokenizer %s, which this build cannot load; not checked", name, cjkTokenizer)
-			continue
-		}
-		var missing []string
-		for _, sh := range t.shadows() {
-			if !c.has("table", sh) {
-				missing = append(missing, sh)
-			}
-		}
-		if len(missing) > 0 {
-			r.state.badFTS[name] = "missing shadow tables"
-			r.add(CheckFTS, Error, name, FixRepair, "FTS table %s lacks its shadow tables %s: every message write fails while its triggers exist", name, strings.Join(missing, ", "))
-			continue
-		}
-		if t.external() && !c.has("table", t.Content) && !c.has("view", t.Content) {
-			r.state.badFTS[name] = "missing content source"
-			r.add(CheckFTS, Error, name, FixRepair, "FTS table %s reads its content from %s, which is missing", name, t.Content)
-			continue
-		}
-		// quick_check/integrity_check already ran FTS5's integrity check
-		// (xIntegrity, SQLite >= 3.44) on every FTS table; the explicit
-		// 'integrity-check' command runs again only with Full (then with
-		// rank 1: index against content) or when the pragma could not run.
-		if _, bad := r.state.badFTS[name]; !bad && (c.opts.Full || !c.pragmaRan) {
-			if err := c.ftsIntegrity(t, c.opts.Full && !backfill); errors.Is(err, errNoWriteAccess) {
-				r.add(CheckFTS, Info, name, "", "the explicit FTS5 integrity-check of %s was skipped: SQLite runs it as a write, and %v", name, err)
-			} else if err != nil {
-				r.state.badFTS[name] = err.Error()
-				if sqlitex.IsCorrupt(err) {
-					r.add(CheckFTS, Error, name, FixRepair, "FTS index %s fails FTS5 integrity-check (the index does not match its content)", name)
-				} else {
-					r.add(CheckFTS, Error, name, FixRepair, "FTS table %s cannot be checked: %s", name, describeErr(err))
-				}
-				continue
-			}
-		}
-		if !backfill {
-			idx, src, err := c.ftsCounts(t)
-			if err == nil && idx != src {
-				r.state.badFTS[name] = "row count differs"
-				r.add(CheckFTS, Error, name, FixRepair, "FTS table %s indexes %d rows but its source holds %d (search misses or returns stale rows)", name, idx, src)
-			}
+	return backfill
+}
+
+// ftsTable checks one FTS table: its shadow tables, its content source,
+// FTS5's integrity check and (without a backfill) its row count.
+func (c *checker) ftsTable(t ftsTable, backfill bool) {
+	r := c.r
+	name := t.Name
+	if strings.Contains(t.Tokenize, cjkTokenizer) {
+		r.add(CheckFTS, Info, name, "", "%s uses the native tokenizer %s, which this build cannot load; not checked", name, cjkTokenizer)
+		return
+	}
+	var missing []string
+	for _, sh := range t.shadows() {
+		if !c.has("table", sh) {
+			missing = append(missing, sh)
 		}
 	}
-	stale := meta[ftsStaleKey] == "1"
+	if len(missing) > 0 {
+		r.state.badFTS[name] = "missing shadow tables"
+		r.add(CheckFTS, Error, name, FixRepair, "FTS table %s lacks its shadow tables %s: every message write fails while its triggers exist", name, strings.Join(missing, ", "))
+		return
+	}
+	if t.external() && !c.has("table", t.Content) && !c.has("view", t.Content) {
+		r.state.badFTS[name] = "missing content source"
+		r.add(CheckFTS, Error, name, FixRepair, "FTS table %s reads its content from %s, which is missing", name, t.Content)
+		return
+	}
+	// quick_check/integrity_check already ran FTS5's integrity check
+	// (xIntegrity, SQLite >= 3.44) on every FTS table; the explicit
+	// 'integrity-check' command runs again only with Full (then with
+	// rank 1: index against content) or when the pragma could not run.
+	if _, bad := r.state.badFTS[name]; !bad && (c.opts.Full || !c.pragmaRan) {
+		if err := c.ftsIntegrity(t, c.opts.Full && !backfill); errors.Is(err, errNoWriteAccess) {
+			r.add(CheckFTS, Info, name, "", "the explicit FTS5 integrity-check of %s was skipped: SQLite runs it as a write, and %v", name, err)
+		} else if err != nil {
+			r.state.badFTS[name] = err.Error()
+			if sqlitex.IsCorrupt(err) {
+				r.add(CheckFTS, Error, name, FixRepair, "FTS index %s fails FTS5 integrity-check (the index does not match its content)", name)
+			} else {
+				r.add(CheckFTS, Error, name, FixRepair, "FTS table %s cannot be checked: %s", name, describeErr(err))
+			}
+			return
+		}
+	}
+	if !backfill {
+		idx, src, err := c.ftsCounts(t)
+		if err == nil && idx != src {
+			r.state.badFTS[name] = "row count differs"
+			r.add(CheckFTS, Error, name, FixRepair, "FTS table %s indexes %d rows but its source holds %d (search misses or returns stale rows)", name, idx, src)
+		}
+	}
+}
+
+// ftsObjects reports the missing FTS triggers (absent on purpose while
+// fts_stale is set) and, in the current layout, the missing content views.
+func (c *checker) ftsObjects(tables map[string]ftsTable, stale bool) {
+	r := c.r
 	for _, tg := range expectedTriggers(r.state.layout, tables) {
 		if c.has("trigger", tg.Name) {
 			continue
@@ -274,22 +310,14 @@ func (c *checker) fts() {
 		r.state.badFTS[tg.Table] = "trigger missing"
 		r.add(CheckFTS, Error, tg.Name, FixRepair, "FTS trigger %s is missing: new or changed messages are not indexed in %s", tg.Name, tg.Table)
 	}
-	if r.state.layout == LayoutCurrent {
-		for _, o := range hfts.CurrentLayout() {
-			if o.Type == "view" && !c.has("view", o.Name) {
-				r.state.missingViews = append(r.state.missingViews, o.SQL)
-				r.state.badFTS[strings.TrimSuffix(o.Name, "_src")] = "content view missing"
-				r.add(CheckFTS, Error, o.Name, FixRepair, "FTS content view %s is missing: its FTS table cannot be read or rebuilt", o.Name)
-			}
-		}
+	if r.state.layout != LayoutCurrent {
+		return
 	}
-	c.cjkIndex()
-	if t, ok := tables["messages_fts_cjk"]; ok && meta[ftsCJKStaleKey] != "1" {
-		for _, n := range []string{"_insert", "_delete", "_update"} {
-			if c.has("trigger", t.Name+n) {
-				r.add(CheckFTS, Warning, t.Name+n, "open the store once (a pure-Go build drops the cjk triggers and sets fts_cjk_stale)",
-					"trigger %s%s feeds a table whose tokenizer this build cannot load: message writes fail here", t.Name, n)
-			}
+	for _, o := range hfts.CurrentLayout() {
+		if o.Type == "view" && !c.has("view", o.Name) {
+			r.state.missingViews = append(r.state.missingViews, o.SQL)
+			r.state.badFTS[strings.TrimSuffix(o.Name, "_src")] = "content view missing"
+			r.add(CheckFTS, Error, o.Name, FixRepair, "FTS content view %s is missing: its FTS table cannot be read or rebuilt", o.Name)
 		}
 	}
 }

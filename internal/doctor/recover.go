@@ -339,19 +339,51 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 	if mode != "delete" {
 		mode = "wal"
 	}
-	dst, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: to, BusyTimeout: 5 * time.Second, Immediate: true}.DSN())
+	dst, err := openRecoverTarget(ctx, to, mode)
 	if err != nil {
-		return errs.Wrap(errs.ErrStorage, op, err, "cannot create "+to)
+		return err
 	}
 	defer dst.Close()
+	// 1. Ordinary tables, with the source's own DDL (column order kept).
+	if err := recoverTables(ctx, src, dst, objs, ftsTabs, opts, rep); err != nil {
+		return err
+	}
+	// 2. Views, FTS tables (filled from the copied rows), indexes, triggers.
+	recreateObjects(ctx, dst, objs, ftsTabs, rep)
+	// 3. Adoption, then the CJK posting index from the rows.
+	if err := adoptRecovered(ctx, dst); err != nil {
+		return err
+	}
+	if mode == "wal" {
+		_, _ = dst.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+	}
+	return nil
+}
+
+// openRecoverTarget creates the recovered file to (mode 0600) in journal
+// mode mode.
+func openRecoverTarget(ctx context.Context, to, mode string) (*sql.DB, error) {
+	const op = "recover"
+	dst, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: to, BusyTimeout: 5 * time.Second, Immediate: true}.DSN())
+	if err != nil {
+		return nil, errs.Wrap(errs.ErrStorage, op, err, "cannot create "+to)
+	}
 	dst.SetMaxOpenConns(1)
 	if _, err := dst.ExecContext(ctx, "PRAGMA journal_mode="+strings.ToUpper(mode)); err != nil {
-		return errs.Wrap(errs.ErrStorage, op, err, "cannot create "+to)
+		dst.Close()
+		return nil, errs.Wrap(errs.ErrStorage, op, err, "cannot create "+to)
 	}
 	if err := os.Chmod(to, 0o600); err != nil {
-		return errs.Wrap(errs.ErrStorage, op, err, "cannot create "+to)
+		dst.Close()
+		return nil, errs.Wrap(errs.ErrStorage, op, err, "cannot create "+to)
 	}
-	// 1. Ordinary tables, with the source's own DDL (column order kept).
+	return dst, nil
+}
+
+// recoverTables creates the ordinary tables with the source's own DDL and
+// copies their rows: sessions first, then messages, then the rest (each
+// keeps its rowids).
+func recoverTables(ctx context.Context, src, dst *sql.DB, objs []srcObject, ftsTabs map[string]ftsTable, opts RecoverOptions, rep *RecoverReport) error {
 	var tables []string
 	for _, o := range objs {
 		if o.Type != "table" || o.SQL == "" || strings.HasPrefix(o.Name, "sqlite_") {
@@ -368,7 +400,6 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 			tables = append(tables, o.Name)
 		}
 	}
-	// Sessions first, then messages, then the rest (each keeps its rowids).
 	sort.SliceStable(tables, func(i, j int) bool { return tableRank(tables[i]) < tableRank(tables[j]) })
 	for i, t := range tables {
 		res := copyTable(ctx, src, dst, t, opts.ChunkRows, objs)
@@ -381,7 +412,14 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 		}
 	}
 	copySequence(ctx, src, dst)
-	// 2. Views, FTS tables (filled from the copied rows), indexes, triggers.
+	return nil
+}
+
+// recreateObjects creates the views, the FTS tables (filled from the
+// copied rows), the indexes and triggers, and computes hermesstate's
+// session activity table (created with the tables, never copied) from the
+// copied sessions and messages. What fails is a problem of the report.
+func recreateObjects(ctx context.Context, dst *sql.DB, objs []srcObject, ftsTabs map[string]ftsTable, rep *RecoverReport) {
 	for _, o := range objs {
 		if o.Type == "view" && o.SQL != "" {
 			if _, err := dst.ExecContext(ctx, o.SQL); err != nil {
@@ -414,8 +452,6 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 			rep.Problems = append(rep.Problems, fmt.Sprintf("create trigger %s: %v", o.Name, err))
 		}
 	}
-	// hermesstate's session activity table (created with the tables,
-	// never copied): computed from the copied sessions and messages.
 	for _, o := range objs {
 		if o.Type == "table" && o.Name == repo.ActivityTable {
 			if err := execAll(ctx, dst, repo.SessionActivityStatements()); err != nil {
@@ -423,8 +459,13 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 			}
 		}
 	}
-	// 3. Adoption (a no-op when the source was adopted: its migration
-	// records were copied), then the CJK posting index from the rows.
+}
+
+// adoptRecovered runs the migrations on the recovered file (a no-op when
+// the source was adopted: its migration records were copied), then builds
+// the CJK posting index from the rows.
+func adoptRecovered(ctx context.Context, dst *sql.DB) error {
+	const op = "recover"
 	g, err := gormOn(dst)
 	if err != nil {
 		return errs.Wrap(errs.ErrStorage, op, err, "")
@@ -434,29 +475,26 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 	}
 	var hasCJK int
 	_ = dst.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", hfts.CJKIndexTable).Scan(&hasCJK)
-	if hasCJK > 0 {
-		gc := g.WithContext(ctx)
-		if err := gc.Transaction(func(tx *gorm.DB) error { return hfts.ResetCJKIndex(tx) }); err != nil {
+	if hasCJK == 0 {
+		return nil
+	}
+	gc := g.WithContext(ctx)
+	if err := gc.Transaction(func(tx *gorm.DB) error { return hfts.ResetCJKIndex(tx) }); err != nil {
+		return errs.Wrap(errs.ErrStorage, op, err, "cannot rebuild the CJK index")
+	}
+	for {
+		var n int
+		if err := gc.Transaction(func(tx *gorm.DB) error {
+			var err error
+			n, err = hfts.IndexPending(tx, 5000)
+			return err
+		}); err != nil {
 			return errs.Wrap(errs.ErrStorage, op, err, "cannot rebuild the CJK index")
 		}
-		for {
-			var n int
-			if err := gc.Transaction(func(tx *gorm.DB) error {
-				var err error
-				n, err = hfts.IndexPending(tx, 5000)
-				return err
-			}); err != nil {
-				return errs.Wrap(errs.ErrStorage, op, err, "cannot rebuild the CJK index")
-			}
-			if n == 0 {
-				break
-			}
+		if n == 0 {
+			return nil
 		}
 	}
-	if mode == "wal" {
-		_, _ = dst.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
-	}
-	return nil
 }
 
 func tableRank(t string) int {

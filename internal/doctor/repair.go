@@ -162,62 +162,101 @@ func (rp *repairer) mapErr(op string, res sqlitex.RetryResult, err error) error 
 	return nil
 }
 
+// run applies the repair as a list of steps, in this order; each acts on
+// what the check found (rp.st) and records what it does (or, dry, would do).
 func (rp *repairer) run() error {
-	dry := rp.opts.DryRun
-	st := rp.st
-	// 1. Journal mode.
-	if st.journalWrong {
-		want := strings.ToLower(rp.opts.JournalMode)
-		rp.act("journal_mode", "", "switch the file to journal mode "+want, 0)
-		if !dry {
-			var got string
-			if err := rp.db.QueryRowContext(rp.ctx, "PRAGMA journal_mode="+strings.ToUpper(want)).Scan(&got); err != nil {
-				return errs.Wrap(errs.ErrBusy, "repair", err, "cannot switch the journal mode (another process has the file open?)")
-			}
+	for _, step := range []func() error{
+		rp.fixJournalMode,     // 1. journal mode
+		rp.fixSchema,          // 2. tables, columns, indexes, display triggers
+		rp.fixOrphans,         // 3. orphan references (before FTS)
+		rp.fixFTSObjects,      // 4. FTS triggers, then views
+		rp.fixFTSTables,       // 5. FTS tables found damaged, the CJK index
+		rp.fixIndexes,         // 6. indexes that disagree with their tables
+		rp.fixCounters,        // 7. session counters
+		rp.fixActivity,        // 8. the session activity table
+		rp.optimizeFTSIndexes, // 9. FTS indexes of more than one segment
+	} {
+		if err := step(); err != nil {
+			return err
 		}
 	}
-	// 2. Schema: tables, columns, indexes, display triggers.
-	if len(st.missingTabs)+len(st.missingCols)+len(st.missingIdx) > 0 || hasDisplayTrigger(st.missingTrig) {
-		var stmts []string
-		var details []string
-		for _, t := range st.missingTabs {
-			stmts = append(stmts, t.SQL)
-			details = append(details, "create table "+t.Name)
-		}
-		for table, cols := range st.missingCols {
-			for _, col := range cols {
-				stmts = append(stmts, "ALTER TABLE "+quoteIdent(table)+" ADD COLUMN "+col.Decl())
-				details = append(details, "add column "+table+"."+col.Name)
-			}
-		}
-		for _, ix := range st.missingIdx {
-			stmts = append(stmts, ix.SQL)
-			details = append(details, "create index "+ix.Name)
-		}
-		for _, tg := range st.missingTrig {
-			if tg.Table == "" {
-				stmts = append(stmts, tg.SQL)
-				details = append(details, "create trigger "+tg.Name)
-			}
-		}
-		for _, d := range details {
-			rp.act("schema", "", d, 0)
-		}
-		if !dry {
-			if err := rp.tx("schema", func(tx *sql.Tx) error {
-				for _, s := range stmts {
-					if _, err := tx.ExecContext(rp.ctx, s); err != nil {
-						return fmt.Errorf("%s: %w", firstLine(s), err)
-					}
+	return nil
+}
+
+// execAll runs stmts in one transaction; name(s) says which failed.
+func (rp *repairer) execAll(op string, stmts []string, name func(string) string) error {
+	return rp.tx(op, func(tx *sql.Tx) error {
+		for _, s := range stmts {
+			if _, err := tx.ExecContext(rp.ctx, s); err != nil {
+				if name == nil {
+					return err
 				}
-				return nil
-			}); err != nil {
-				return err
+				return fmt.Errorf("%s: %w", name(s), err)
 			}
 		}
+		return nil
+	})
+}
+
+// fixJournalMode switches the file to the wanted journal mode.
+func (rp *repairer) fixJournalMode() error {
+	if !rp.st.journalWrong {
+		return nil
 	}
-	// 3. Orphan references (before FTS: a placeholder session changes what
-	// the current layout's trigram view holds).
+	want := strings.ToLower(rp.opts.JournalMode)
+	rp.act("journal_mode", "", "switch the file to journal mode "+want, 0)
+	if rp.opts.DryRun {
+		return nil
+	}
+	var got string
+	if err := rp.db.QueryRowContext(rp.ctx, "PRAGMA journal_mode="+strings.ToUpper(want)).Scan(&got); err != nil {
+		return errs.Wrap(errs.ErrBusy, "repair", err, "cannot switch the journal mode (another process has the file open?)")
+	}
+	return nil
+}
+
+// fixSchema creates the missing tables, columns, indexes and display
+// triggers.
+func (rp *repairer) fixSchema() error {
+	st := rp.st
+	if len(st.missingTabs)+len(st.missingCols)+len(st.missingIdx) == 0 && !hasDisplayTrigger(st.missingTrig) {
+		return nil
+	}
+	var stmts []string
+	var details []string
+	for _, t := range st.missingTabs {
+		stmts = append(stmts, t.SQL)
+		details = append(details, "create table "+t.Name)
+	}
+	for table, cols := range st.missingCols {
+		for _, col := range cols {
+			stmts = append(stmts, "ALTER TABLE "+quoteIdent(table)+" ADD COLUMN "+col.Decl())
+			details = append(details, "add column "+table+"."+col.Name)
+		}
+	}
+	for _, ix := range st.missingIdx {
+		stmts = append(stmts, ix.SQL)
+		details = append(details, "create index "+ix.Name)
+	}
+	for _, tg := range st.missingTrig {
+		if tg.Table == "" {
+			stmts = append(stmts, tg.SQL)
+			details = append(details, "create trigger "+tg.Name)
+		}
+	}
+	for _, d := range details {
+		rp.act("schema", "", d, 0)
+	}
+	if rp.opts.DryRun {
+		return nil
+	}
+	return rp.execAll("schema", stmts, firstLine)
+}
+
+// fixOrphans repairs orphan references. It runs before FTS: a placeholder
+// session changes what the current layout's trigram view holds.
+func (rp *repairer) fixOrphans() error {
+	st := rp.st
 	added, err := rp.orphans()
 	if err != nil {
 		return err
@@ -227,8 +266,14 @@ func (rp *repairer) run() error {
 			st.badFTS[hfts.TrigramTable] = "placeholder sessions added"
 		}
 	}
-	// 4. FTS: triggers first (new writes are indexed from now on), then
-	// rebuild every table found damaged or fed by a missing trigger.
+	return nil
+}
+
+// fixFTSObjects creates the missing FTS triggers first (new writes are
+// indexed from now on), then the missing views.
+func (rp *repairer) fixFTSObjects() error {
+	st := rp.st
+	dry := rp.opts.DryRun
 	var ftsTrig []triggerDef
 	for _, tg := range st.missingTrig {
 		if tg.Table != "" {
@@ -248,23 +293,23 @@ func (rp *repairer) run() error {
 			return err
 		}
 	}
-	if len(st.missingViews) > 0 {
-		for _, v := range st.missingViews {
-			rp.act("fts", "", firstLine(v), 0)
-		}
-		if !dry {
-			if err := rp.tx("fts views", func(tx *sql.Tx) error {
-				for _, v := range st.missingViews {
-					if _, err := tx.ExecContext(rp.ctx, v); err != nil {
-						return err
-					}
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
+	if len(st.missingViews) == 0 {
+		return nil
 	}
+	for _, v := range st.missingViews {
+		rp.act("fts", "", firstLine(v), 0)
+	}
+	if dry {
+		return nil
+	}
+	return rp.execAll("fts views", st.missingViews, nil)
+}
+
+// fixFTSTables rebuilds every FTS table found damaged or fed by a missing
+// trigger (the current layout as a whole), then resets the CJK index when
+// asked.
+func (rp *repairer) fixFTSTables() error {
+	st := rp.st
 	if st.layout == LayoutCurrent && (len(st.badFTS) > 0 || st.backfill) {
 		if err := rp.rebuildCurrent(); err != nil {
 			return err
@@ -281,46 +326,53 @@ func (rp *repairer) run() error {
 		}
 	}
 	if st.cjkReset {
-		if err := rp.resetCJK(); err != nil {
-			return err
-		}
+		return rp.resetCJK()
 	}
-	// 4. Indexes that disagree with their tables.
-	for _, ix := range sortedKeys(st.badIndexes) {
+	return nil
+}
+
+// fixIndexes rebuilds the indexes that disagree with their tables.
+func (rp *repairer) fixIndexes() error {
+	for _, ix := range sortedKeys(rp.st.badIndexes) {
 		rp.act("reindex", ix, "rebuild index "+ix+" from its table", 0)
-		if !dry {
-			if err := rp.tx("reindex "+ix, func(tx *sql.Tx) error {
-				_, err := tx.ExecContext(rp.ctx, "REINDEX "+quoteIdent(ix))
-				return err
-			}); err != nil {
-				return err
-			}
+		if rp.opts.DryRun {
+			continue
 		}
-	}
-	// 6. Counters.
-	if st.counterRows > 0 {
-		if err := rp.counters(); err != nil {
+		if err := rp.tx("reindex "+ix, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(rp.ctx, "REINDEX "+quoteIdent(ix))
+			return err
+		}); err != nil {
 			return err
 		}
 	}
-	// 6b. The session activity table: triggers recreated, rows recomputed.
-	if st.activity {
-		rp.act("activity", repo.ActivityTable, "recreate the triggers of "+repo.ActivityTable+" and recompute every session's last activity", 0)
-		if !dry {
-			if err := rp.tx("activity", func(tx *sql.Tx) error {
-				for _, q := range repo.SessionActivityStatements() {
-					if _, err := tx.ExecContext(rp.ctx, q); err != nil {
-						return err
-					}
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
+	return nil
+}
+
+// fixCounters recomputes the session counters found wrong.
+func (rp *repairer) fixCounters() error {
+	if rp.st.counterRows == 0 {
+		return nil
 	}
-	// 7. Optimise FTS indexes that hold more than one segment.
-	for name, t := range st.ftsByName {
+	return rp.counters()
+}
+
+// fixActivity recreates the triggers of the session activity table and
+// recomputes its rows.
+func (rp *repairer) fixActivity() error {
+	if !rp.st.activity {
+		return nil
+	}
+	rp.act("activity", repo.ActivityTable, "recreate the triggers of "+repo.ActivityTable+" and recompute every session's last activity", 0)
+	if rp.opts.DryRun {
+		return nil
+	}
+	return rp.execAll("activity", repo.SessionActivityStatements(), nil)
+}
+
+// optimizeFTSIndexes merges the segments of every FTS index that holds
+// more than one.
+func (rp *repairer) optimizeFTSIndexes() error {
+	for name, t := range rp.st.ftsByName {
 		if strings.Contains(t.Tokenize, cjkTokenizer) {
 			continue
 		}
@@ -329,13 +381,14 @@ func (rp *repairer) run() error {
 			continue
 		}
 		rp.act("fts_optimize", name, fmt.Sprintf("merge the %d segments of %s into one", n, name), 0)
-		if !dry {
-			if err := rp.tx("optimize "+name, func(tx *sql.Tx) error {
-				_, err := tx.ExecContext(rp.ctx, fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('optimize')", quoteIdent(name)))
-				return err
-			}); err != nil {
-				return err
-			}
+		if rp.opts.DryRun {
+			continue
+		}
+		if err := rp.tx("optimize "+name, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(rp.ctx, fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('optimize')", quoteIdent(name)))
+			return err
+		}); err != nil {
+			return err
 		}
 	}
 	return nil
