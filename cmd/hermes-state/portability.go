@@ -100,8 +100,12 @@ func importCmd(a *app) *cobra.Command {
 					return err
 				}
 				return a.emit(res, func(w io.Writer) error {
-					_, err := fmt.Fprintf(w, "imported %s (%s), skipped %d existing, detached %d\n",
-						plural(int64(res.Sessions), "session", ""), plural(int64(res.Messages), "message", ""), res.Skipped, res.Detached)
+					adjusted := ""
+					if res.Adjusted > 0 {
+						adjusted = fmt.Sprintf(", %s set to what the API stores (out-of-range timestamps, titles)", plural(res.Adjusted, "value", ""))
+					}
+					_, err := fmt.Fprintf(w, "imported %s (%s), skipped %d existing, detached %d%s\n",
+						plural(int64(res.Sessions), "session", ""), plural(int64(res.Messages), "message", ""), res.Skipped, res.Detached, adjusted)
 					return err
 				})
 			})(cmd, args)

@@ -1,0 +1,592 @@
+package repo
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/pyjson"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
+	"github.com/hermesstate/hermesstate/models"
+)
+
+// MaxImportLineBytes is the longest line Import reads: one session with all
+// its messages. A longer line is refused (ErrInvalid naming the line) before
+// it is read whole, so an import's memory stays bounded by a small multiple
+// of this, whatever the file holds.
+const MaxImportLineBytes = 256 << 20
+
+// importLineCap is MaxImportLineBytes; tests lower it.
+var importLineCap int64 = MaxImportLineBytes
+
+// lineTooLong is the error lineCapReader returns for a line over its cap.
+type lineTooLong struct{ line, limit int64 }
+
+func (e *lineTooLong) Error() string {
+	return fmt.Sprintf("line %d is longer than %s, the import limit (one session per line, messages included)", e.line, mib(e.limit))
+}
+
+func mib(n int64) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// lineCapReader passes r through and fails once a line grows past max
+// bytes, so a decoder reading from it never buffers more than that of one
+// line.
+type lineCapReader struct {
+	r         io.Reader
+	max       int64
+	line, cur int64 // 1-based line being read, its bytes so far
+}
+
+func (l *lineCapReader) Read(p []byte) (int, error) {
+	if room := l.max - l.cur + 1; int64(len(p)) > room {
+		p = p[:room] // never read more than one byte past the cap
+	}
+	n, err := l.r.Read(p)
+	for i := 0; i < n; {
+		j := bytes.IndexByte(p[i:n], '\n')
+		if j < 0 {
+			l.cur += int64(n - i)
+			break
+		}
+		l.cur += int64(j)
+		if l.cur > l.max {
+			break
+		}
+		l.line++
+		l.cur = 0
+		i += j + 1
+	}
+	if l.cur > l.max {
+		return 0, &lineTooLong{line: l.line + 1, limit: l.max}
+	}
+	return n, err
+}
+
+// importBatch is the number of messages per multi-row INSERT while
+// importing (all of a session's INSERTs run in one transaction).
+const importBatch = 500
+
+func (r *portRepo) Import(ctx context.Context, rd io.Reader, p Progress) (ImportResult, error) {
+	const op = "import"
+	var res ImportResult
+	dec := json.NewDecoder(bufio.NewReaderSize(&lineCapReader{r: rd, max: importLineCap}, 64<<10))
+	dec.UseNumber()
+	pending := map[string]string{} // child id → parent id not (yet) in the store
+	line := int64(0)
+	for {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		line++
+		if err != nil {
+			return res, importErr(op, errs.Wrap(errs.ErrInvalid, op, err, fmt.Sprintf("session %d: not JSON", line)))
+		}
+		if d, ok := tok.(json.Delim); !ok || d != '{' {
+			return res, errs.Errorf(errs.ErrInvalid, op, "session %d: expected a JSON object", line)
+		}
+		if err := r.importOne(ctx, op, dec, line, pending, &res); err != nil {
+			return res, importErr(op, err)
+		}
+		if p != nil {
+			p(line, 0)
+		}
+	}
+	// Re-attach children whose parent arrived later in the file.
+	for child, parent := range pending {
+		err := r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
+			ok, err := sessionExists(tx, parent)
+			if err != nil || !ok {
+				return err
+			}
+			delete(pending, child)
+			return tx.Model(&models.Session{}).Where("id = ?", child).Update("parent_session_id", parent).Error
+		})
+		if err != nil {
+			return res, err
+		}
+	}
+	res.Detached = int64(len(pending))
+	return res, nil
+}
+
+// importErr replaces whatever error a line over the cap surfaced as (the
+// decoder reports it mid-value) with the cap's own message.
+func importErr(op string, err error) error {
+	var lt *lineTooLong
+	if errors.As(err, &lt) {
+		return errs.Errorf(errs.ErrInvalid, op, "%s", lt.Error())
+	}
+	return err
+}
+
+// importMsg is an exported message: the row plus content as JSON (a
+// string, null, or a list of multimodal parts).
+type importMsg struct {
+	models.Message
+	Content json.RawMessage `json:"content"`
+	// Active defaults to 1 when the key is absent.
+	Active *int64 `json:"active"`
+}
+
+// importRow is a message ready to insert: its id in the file (0 = none)
+// and its column values in messageInsertCols order. Messages are turned
+// into rows as they are decoded, so a session in memory is held once.
+type importRow struct {
+	id   int64
+	vals []any
+}
+
+// importOne reads the rest of one session object (after '{'): its fields,
+// then its messages, and stores the session with all its messages in ONE
+// write transaction, so a failure (bad message, full disk, lock budget
+// exhausted) leaves nothing of the session and a later import of the same
+// file stores it whole. The session's messages are held in memory until
+// that transaction (memory is bounded by the line cap, not by the file); a
+// session whose id already exists is decoded and discarded message by
+// message without being kept.
+func (r *portRepo) importOne(ctx context.Context, op string, dec *json.Decoder, line int64, pending map[string]string, res *ImportResult) error {
+	d := &importSession{r: r, ctx: ctx, op: op, dec: dec, line: line, fields: map[string]json.RawMessage{}}
+	if err := d.read(); err != nil {
+		return err
+	}
+	if d.skip {
+		res.Skipped++
+		return nil
+	}
+	exists, missingParent, err := r.storeImported(ctx, op, d.sess, d.rows)
+	if err != nil {
+		return err
+	}
+	if exists {
+		res.Skipped++
+		return nil
+	}
+	if missingParent != "" {
+		pending[d.sess.ID] = missingParent
+	}
+	res.Sessions++
+	res.Messages += int64(len(d.rows))
+	res.Adjusted += d.adjusted
+	return nil
+}
+
+// importSession is one session object of an import being read: its
+// fields (which must come before its messages), the session they decode to,
+// and its messages, or skip when the session is already stored.
+type importSession struct {
+	r           *portRepo
+	ctx         context.Context
+	op          string
+	dec         *json.Decoder
+	line        int64
+	fields      map[string]json.RawMessage
+	sess        *models.Session
+	skip        bool
+	rows        []importRow
+	sawMessages bool
+	now         models.Epoch
+	adjusted    int64
+}
+
+// bad is an ErrInvalid error about this session: "session N: what:
+// cause" (what or the cause may be absent). A line over the cap passes
+// through for importErr to word.
+func (d *importSession) bad(err error, what string) error {
+	var lt *lineTooLong
+	if errors.As(err, &lt) {
+		return err
+	}
+	msg := fmt.Sprintf("session %d", d.line)
+	if what != "" {
+		msg += ": " + what
+	}
+	var e *errs.Error
+	switch {
+	case errors.As(err, &e) && e.Msg != "":
+		msg += ": " + e.Msg
+	case err != nil:
+		msg += ": " + err.Error()
+	}
+	return errs.Wrap(errs.ErrInvalid, d.op, err, msg)
+}
+
+// read reads the rest of the session object (after '{') and its closing
+// '}'.
+func (d *importSession) read() error {
+	dec := d.dec
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return d.bad(err, "not JSON")
+		}
+		key, ok := kt.(string)
+		if !ok {
+			return d.bad(nil, "expected a key")
+		}
+		if key == "messages" {
+			if err := d.readMessages(); err != nil {
+				return err
+			}
+			continue
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return d.bad(err, "bad value of "+key)
+		}
+		if d.sawMessages {
+			return d.bad(nil, "session fields must come before messages")
+		}
+		d.fields[key] = v
+	}
+	if _, err := dec.Token(); err != nil {
+		return d.bad(err, "unterminated session")
+	}
+	if err := d.prepare(); err != nil {
+		return err
+	}
+	d.count()
+	return nil
+}
+
+// readMessages reads the value of "messages": a list (or null), each
+// message turned into its row at once, unless the session is skipped.
+func (d *importSession) readMessages() error {
+	dec := d.dec
+	d.sawMessages = true
+	if err := d.prepare(); err != nil {
+		return err
+	}
+	if t, err := dec.Token(); err != nil {
+		return d.bad(err, "bad messages")
+	} else if delim, ok := t.(json.Delim); !ok || delim != '[' {
+		if t == nil {
+			return nil
+		}
+		return d.bad(nil, "messages must be a list")
+	}
+	for n := 1; dec.More(); n++ {
+		if d.skip {
+			var discard json.RawMessage
+			if err := dec.Decode(&discard); err != nil {
+				return d.bad(err, "bad message")
+			}
+			continue
+		}
+		var m importMsg
+		if err := dec.Decode(&m); err != nil {
+			return d.bad(err, fmt.Sprintf("message %d: not a message object", n))
+		}
+		if !m.Timestamp.Sane() {
+			m.Timestamp = d.now
+			d.adjusted++
+		}
+		vals, err := importValues(d.sess.ID, &m)
+		if err != nil {
+			return d.bad(err, fmt.Sprintf("message %d", n))
+		}
+		d.rows = append(d.rows, importRow{id: m.ID, vals: vals})
+	}
+	if _, err := dec.Token(); err != nil {
+		return d.bad(err, "unterminated messages")
+	}
+	return nil
+}
+
+// prepare decodes the session from its fields, once, applies the rules
+// the API applies to the same values (checkSessionRow), and checks whether
+// it is already stored.
+func (d *importSession) prepare() error {
+	if d.sess != nil || d.skip {
+		return nil
+	}
+	b, _ := json.Marshal(d.fields)
+	var s models.Session
+	if err := json.Unmarshal(b, &s); err != nil {
+		return d.bad(err, "bad session fields")
+	}
+	d.now = models.Now()
+	n, err := checkSessionRow(d.op, &s, d.now)
+	if err != nil {
+		return d.bad(err, "")
+	}
+	d.adjusted += n
+	// An early look (re-checked in the write transaction) so that the
+	// messages of a session already stored are not kept in memory.
+	exists, err := Read(d.ctx, d.r.db, d.op, func(tx *gorm.DB) (bool, error) { return sessionExists(tx, s.ID) })
+	if err != nil {
+		return err
+	}
+	d.skip = exists
+	d.sess = &s
+	return nil
+}
+
+// count sets the session's counters from its imported rows. message_count
+// is the number of rows. tool_call_count follows the append path's rule
+// (hooks.bumpCounters: the tool calls of every row that is not a tool
+// result), except that the file's value is kept when it agrees with the
+// rows under Hermes' v1-v2 rule (one per tool-related row), the two rules
+// doctor accepts. A file's counters are otherwise not trusted: they count
+// rows the export did not carry (inactive ones) or were edited.
+func (d *importSession) count() {
+	if d.skip || d.sess == nil {
+		return
+	}
+	var tc, tcOld int64
+	for _, r := range d.rows {
+		calls, _ := r.vals[4].(string)
+		if r.vals[1] == "tool" || calls != "" {
+			tcOld++
+		}
+		if r.vals[1] != "tool" && calls != "" {
+			tc += models.ToolCallCount(models.JSON(calls))
+		}
+	}
+	d.sess.MessageCount = int64(len(d.rows))
+	if d.sess.ToolCallCount != tcOld || tcOld == tc {
+		d.sess.ToolCallCount = tc
+	}
+}
+
+// maxEpoch is the end of year 9999, the last instant Python's datetime
+// (and most readers of these files) can represent.
+const maxEpoch = 253402300799
+
+// checkSessionRow applies to an imported session the rules Create, End
+// and Titles.Set apply to the same values: a valid id and source;
+// started_at and ended_at outside the sane window become now (as Create
+// and End stamp them); other timestamps a reader cannot represent (before
+// 1970, after year 9999, not finite) become NULL; the title is sanitized
+// (ErrInvalid when too long) and an empty one is NULL. It returns how many
+// values it changed.
+func checkSessionRow(op string, s *models.Session, now models.Epoch) (int64, error) {
+	if err := checkID(op, s.ID); err != nil {
+		return 0, err
+	}
+	if err := checkName(op, "source", s.Source); err != nil {
+		return 0, err
+	}
+	var n int64
+	if !s.StartedAt.Sane() {
+		s.StartedAt, n = now, n+1
+	}
+	if s.EndedAt != nil && !s.EndedAt.Sane() {
+		s.EndedAt, n = models.EpochPtr(now), n+1
+	}
+	for _, p := range []**models.Epoch{&s.LastActivityAt, &s.LastReadAt, &s.CompressionFailureCooldownUntil, &s.CompressionRecoveryDeadline} {
+		if *p == nil {
+			continue
+		}
+		if f := float64(**p); math.IsNaN(f) || f < 0 || f > maxEpoch {
+			*p, n = nil, n+1
+		}
+	}
+	if s.Title != nil {
+		t, err := SanitizeTitle(*s.Title)
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case t == "":
+			s.Title, n = nil, n+1
+		case t != *s.Title:
+			s.Title, n = &t, n+1
+		}
+	}
+	return n, nil
+}
+
+// storeImported stores sess with all its rows in one write transaction.
+// exists reports a session stored meanwhile (nothing written);
+// missingParent is the parent id not in the store (see insertImported).
+func (r *portRepo) storeImported(ctx context.Context, op string, sess *models.Session, rows []importRow) (exists bool, missingParent string, err error) {
+	err = r.db.Write(ctx, sqlitex.Transcript, op, func(tx *gorm.DB) error {
+		exists, missingParent = false, ""
+		ok, err := sessionExists(tx, sess.ID)
+		if err != nil || ok {
+			exists = ok
+			return err
+		}
+		s := *sess // insertImported rewrites fields; a retry starts from the decoded row
+		if missingParent, err = insertImported(tx, &s); err != nil {
+			return err
+		}
+		for i := 0; i < len(rows); i += importBatch {
+			if err := insertImportedMessages(tx, rows[i:min(i+importBatch, len(rows))]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return exists, missingParent, err
+}
+
+// insertImported writes the session row (and its system prompt). It
+// returns the parent id when the parent is not in the store (the row is
+// then written detached, parent_session_id NULL).
+func insertImported(tx *gorm.DB, s *models.Session) (missingParent string, err error) {
+	if s.ParentSessionID != nil {
+		ok, err := sessionExists(tx, *s.ParentSessionID)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			missingParent = *s.ParentSessionID
+			s.ParentSessionID = nil
+		}
+	}
+	if s.SystemPromptHash != nil {
+		if s.SystemPrompt != nil {
+			row := models.SystemPromptRow{Hash: *s.SystemPromptHash, Prompt: *s.SystemPrompt}
+			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
+				return "", err
+			}
+			s.SystemPrompt = nil
+		} else {
+			s.SystemPromptHash = nil
+		}
+	}
+	return missingParent, tx.Create(s).Error
+}
+
+// messageInsertCols are the columns Import writes (display_identity and
+// display_order are left to Hermes' display triggers). importValues and
+// importSession.count depend on this order (role second, tool_calls fifth).
+var messageInsertCols = []string{"session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "effect_disposition",
+	"timestamp", "token_count", "finish_reason", "reasoning", "reasoning_content", "reasoning_details", "codex_reasoning_items",
+	"codex_message_items", "platform_message_id", "observed", "_compressed_summary", "active", "compacted", "api_content",
+	"display_kind", "display_metadata"}
+
+func nullText(t []byte) any {
+	if len(t) == 0 {
+		return nil
+	}
+	return string(t)
+}
+
+func pyText(j models.JSON) (any, error) {
+	if j.IsNull() {
+		return nil, nil
+	}
+	b, err := pyjson.Canonical(j)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+// insertImportedMessages writes rows with plain INSERTs (no GORM create
+// callbacks: the session's counters were set from the rows already). A
+// row keeps its id unless another message already has it.
+func insertImportedMessages(tx *gorm.DB, rows []importRow) error {
+	ids := make([]int64, 0, len(rows))
+	for _, m := range rows {
+		if m.id > 0 {
+			ids = append(ids, m.id)
+		}
+	}
+	taken := map[int64]bool{}
+	if len(ids) > 0 {
+		var got []int64
+		if err := tx.Model(&models.Message{}).Where("id IN ?", ids).Pluck("id", &got).Error; err != nil {
+			return err
+		}
+		for _, id := range got {
+			taken[id] = true
+		}
+	}
+	withID := "INSERT INTO messages (id, " + strings.Join(messageInsertCols, ", ") + ") VALUES "
+	noID := "INSERT INTO messages (" + strings.Join(messageInsertCols, ", ") + ") VALUES "
+	var argsID, argsNo []any
+	var nID, nNo int
+	for _, m := range rows {
+		if m.id > 0 && !taken[m.id] {
+			taken[m.id] = true
+			argsID = append(append(argsID, m.id), m.vals...)
+			nID++
+		} else {
+			argsNo = append(argsNo, m.vals...)
+			nNo++
+		}
+	}
+	tuple := func(n int) string { return "(" + placeholders(n) + ")" }
+	if nID > 0 {
+		q := withID + strings.TrimSuffix(strings.Repeat(tuple(len(messageInsertCols)+1)+", ", nID), ", ")
+		if err := tx.Exec(q, argsID...).Error; err != nil {
+			return err
+		}
+	}
+	if nNo > 0 {
+		q := noID + strings.TrimSuffix(strings.Repeat(tuple(len(messageInsertCols))+", ", nNo), ", ")
+		if err := tx.Exec(q, argsNo...).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// importValues turns a decoded message into its column values, with the
+// checks Append applies: a role, content within MaxContentBytes and valid
+// UTF-8, JSON columns Python can read. The error names the column.
+func importValues(sessionID string, m *importMsg) ([]any, error) {
+	if err := checkName("import", "role", m.Role); err != nil {
+		return nil, err
+	}
+	var content any
+	c := bytes.TrimSpace(m.Content)
+	switch {
+	case len(c) == 0 || string(c) == "null":
+	case c[0] == '"':
+		var s string
+		if err := json.Unmarshal(c, &s); err != nil {
+			return nil, fmt.Errorf("content: %w", err)
+		}
+		content = s
+	default:
+		b, err := pyjson.Canonical(c)
+		if err != nil {
+			return nil, fmt.Errorf("content: not a string, null or a list of parts: %w", err)
+		}
+		content = models.MultimodalPrefix + string(b)
+	}
+	if s, ok := content.(string); ok {
+		if err := checkText("import", "content", s); err != nil {
+			return nil, err
+		}
+	}
+	tc, err := pyText(m.ToolCalls)
+	if err != nil {
+		return nil, fmt.Errorf("tool_calls: %w", err)
+	}
+	dm, err := pyText(m.DisplayMetadata)
+	if err != nil {
+		return nil, fmt.Errorf("display_metadata: %w", err)
+	}
+	active := int64(1)
+	if m.Active != nil {
+		active = *m.Active
+	}
+	return []any{sessionID, m.Role, content, m.ToolCallID, tc, m.ToolName, m.EffectDisposition, float64(m.Timestamp), m.TokenCount,
+		m.FinishReason, m.Reasoning, m.ReasoningContent, nullText(m.ReasoningDetails), nullText(m.CodexReasoningItems),
+		nullText(m.CodexMessageItems), m.PlatformMessageID, m.Observed, m.CompressedSummary, active, m.Compacted,
+		m.APIContent, m.DisplayKind, dm}, nil
+}
