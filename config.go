@@ -104,7 +104,16 @@ type Config struct {
 	// it; SQLite's locks arbitrate with them as before.
 	NoLockFile bool
 	// ReadOnly opens without migrating and refuses writes (query_only).
+	// It implies MustExist.
 	ReadOnly bool
+	// MustExist refuses to create a store: where Open would create a
+	// missing SQLite file (and its directories) or initialise an empty
+	// (0-byte) one, or create the tables of an empty PostgreSQL schema, it
+	// returns an error wrapping ErrNotFound and ErrNoStore ("no store at
+	// PATH") and creates nothing. For programs that work on an existing
+	// store, so a mistyped path or a truncated file is said, not replaced
+	// by a new empty store. Default false: Open creates (as Hermes does).
+	MustExist bool
 	// Logger receives warnings (lock waits, fallbacks); default slog.Default().
 	Logger *slog.Logger
 

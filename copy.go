@@ -314,8 +314,8 @@ const snapshotPrefix = "hermesstate-snapshot-"
 // database, ErrStorage otherwise.
 func OpenSnapshot(ctx context.Context, path string, cfg Config) (*Store, func(), error) {
 	const op = "snapshot"
-	if _, err := os.Stat(path); err != nil {
-		return nil, nil, errs.Wrap(ErrNotFound, op, err, "no database at "+path)
+	if err := sqlitex.CheckStoreFile(op, path); err != nil {
+		return nil, nil, err
 	}
 	// The snapshot is a plaintext copy of every conversation: it lives in
 	// a 0700 directory whose name carries this process's id, and the

@@ -18,6 +18,12 @@ var (
 	ErrUnsupported = errs.ErrUnsupported
 )
 
+// ErrNoStore is the cause of the ErrNotFound error returned where a store
+// must exist and there is none (Config.MustExist, ReadOnly, Doctor, Repair):
+// a missing or empty (0-byte) file, or a PostgreSQL schema without a store.
+// errors.Is matches both ErrNoStore and ErrNotFound.
+var ErrNoStore = errs.ErrNoStore
+
 // Error is the one error type every operation returns (see errs.Error).
 type Error = errs.Error
 

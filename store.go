@@ -100,16 +100,12 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	if cfg.ReadOnly {
 		return s.openSQLiteReadOnly(ctx)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return errs.Wrap(ErrStorage, op, err, "cannot create the directory of "+path+": "+sqlitex.Describe(err))
-	}
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		if err := s.createNew(ctx, path); err != nil {
+	if cfg.MustExist {
+		if err := sqlitex.CheckStoreFile(op, path); err != nil {
 			return err
 		}
-	}
-	if err := createPrivate(path); err != nil {
-		return errs.Wrap(ErrStorage, op, err, "cannot create "+path+": "+sqlitex.Describe(err))
+	} else if err := s.createIfMissing(ctx, path); err != nil {
+		return err
 	}
 	w, err := s.openWriter(path)
 	if err != nil {
@@ -239,6 +235,24 @@ func (s *Store) openReaders(path string) error {
 	return nil
 }
 
+// createIfMissing creates the store file path, and its directories, when
+// it does not exist (see createNew).
+func (s *Store) createIfMissing(ctx context.Context, path string) error {
+	const op = "open"
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return errs.Wrap(ErrStorage, op, err, "cannot create the directory of "+path+": "+sqlitex.Describe(err))
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		if err := s.createNew(ctx, path); err != nil {
+			return err
+		}
+	}
+	if err := createPrivate(path); err != nil {
+		return errs.Wrap(ErrStorage, op, err, "cannot create "+path+": "+sqlitex.Describe(err))
+	}
+	return nil
+}
+
 // newStorePrefix starts the name of a store being created.
 const newStorePrefix = ".hermesstate-new-"
 
@@ -296,7 +310,7 @@ func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
 	const op = "open"
 	cfg := s.cfg
 	path := cfg.Path
-	if err := checkStoreFile(op, path); err != nil {
+	if err := sqlitex.CheckStoreFile(op, path); err != nil {
 		return err
 	}
 	g, immutable, err := openReadOnlyPool(ctx, path, cfg.ReadBusyTimeout, cfg.ReadCacheKiB)
@@ -395,25 +409,6 @@ func openReadOnlyPool(ctx context.Context, path string, busy time.Duration, cach
 		return nil, false, classifyOpenErr(op, err, path)
 	}
 	return g, true, nil
-}
-
-// checkStoreFile refuses a path that holds no store: missing (ErrNotFound,
-// "no store at PATH"), not a regular file, or empty (0 bytes).
-func checkStoreFile(op, path string) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return errs.Wrap(ErrNotFound, op, err, "no store at "+path)
-		}
-		return errs.Wrap(ErrStorage, op, err, "cannot open "+path+": "+sqlitex.Describe(err))
-	}
-	if !st.Mode().IsRegular() {
-		return errs.Errorf(ErrInvalid, op, "%s is not a regular file", path)
-	}
-	if st.Size() == 0 {
-		return errs.Errorf(ErrNotFound, op, "no store at %s: the file is empty (0 bytes)", path)
-	}
-	return nil
 }
 
 func classifyOpenErr(op string, err error, path string) error {

@@ -91,6 +91,11 @@ func (s *Store) openPostgres(ctx context.Context) error {
 	} else if cfg.ReadOnly {
 		s.db.ReadOnly = "the store was opened read-only; writes are refused"
 	}
+	if !cfg.ReadOnly && s.newer == 0 && cfg.MustExist {
+		if err := s.pgHasStore(ctx); err != nil {
+			return err
+		}
+	}
 	if !cfg.ReadOnly && s.newer == 0 {
 		// The write path's callbacks: repo.RegisterWritePath.
 		if err := repo.RegisterWritePath(g, s.db); err != nil {
@@ -99,17 +104,25 @@ func (s *Store) openPostgres(ctx context.Context) error {
 		if err := migrations.RunPostgres(ctx, g, cfg.Schema); err != nil {
 			return err
 		}
-	} else {
-		var n int64
-		if err := g.WithContext(ctx).Raw("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = 'sessions'", cfg.Schema).Scan(&n).Error; err != nil {
-			return errs.Wrap(ErrStorage, op, err, "")
-		}
-		if n == 0 {
-			return errs.Errorf(ErrNotFound, op, "schema %s of %s holds no store", cfg.Schema, pgsql.Redact(cfg.DSN))
-		}
+	} else if err := s.pgHasStore(ctx); err != nil {
+		return err
 	}
 	s.sessions = repo.NewSessions(s.db)
 	s.messages = repo.NewMessages(s.db)
+	return nil
+}
+
+// pgHasStore refuses a schema that holds no store (no sessions table):
+// errs.NoStore (ErrNotFound, ErrNoStore).
+func (s *Store) pgHasStore(ctx context.Context) error {
+	const op = "open"
+	var n int64
+	if err := s.db.W.WithContext(ctx).Raw("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = 'sessions'", s.cfg.Schema).Scan(&n).Error; err != nil {
+		return errs.Wrap(ErrStorage, op, err, "cannot read the schema of "+pgsql.Redact(s.cfg.DSN))
+	}
+	if n == 0 {
+		return errs.NoStore(op, s.Location(), "the schema holds no tables of a store", nil)
+	}
 	return nil
 }
 

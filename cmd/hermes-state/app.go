@@ -83,9 +83,13 @@ const (
 	// reads: read-only (SQLite mode=ro: no migration, no journal-mode
 	// switch, no chmod, no write of any kind; a missing store is refused).
 	reads access = iota
-	// writes: writable; an older Hermes file is adopted, a missing one
-	// created.
+	// writes: writable; an older Hermes file is adopted, but a missing or
+	// empty (0-byte) store is refused ("no store at PATH", exit 3) like a
+	// read: a mistyped --db never becomes a new empty store.
 	writes
+	// creates: writable, and a missing store is created (demo, migrate,
+	// import).
+	creates
 )
 
 // openRead opens the store for a command that only reads (see reads).
@@ -93,7 +97,7 @@ func (a *app) openRead(ctx context.Context) (*hs.Store, error) {
 	return a.openAs(ctx, reads)
 }
 
-// open opens the store writable (see writes).
+// open opens an existing store writable (see writes).
 func (a *app) open(ctx context.Context) (*hs.Store, error) {
 	return a.openAs(ctx, writes)
 }
@@ -110,7 +114,9 @@ func (a *app) openAs(ctx context.Context, mode access) (*hs.Store, error) {
 	if err := a.checkFlags(); err != nil {
 		return nil, err
 	}
-	st, err := hs.Open(ctx, a.config())
+	cfg := a.config()
+	cfg.MustExist = mode != creates
+	st, err := hs.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +135,8 @@ func (a *app) close() {
 type storeRun func(cmd *cobra.Command, st *hs.Store, args []string) error
 
 // withStore is the RunE of a command that opens the store (read-only for
-// reads, writable for writes), runs fn on it and leaves closing to main.
+// reads, writable for writes and creates), runs fn on it and leaves
+// closing to main.
 // Flag checks that need no store belong in the command's PreRunE, so that
 // they answer before anything is opened.
 func (a *app) withStore(mode access, fn storeRun) func(*cobra.Command, []string) error {

@@ -67,7 +67,7 @@ Conversation:
 				Store: st, Location: st.Location(), Source: source, ExportDir: exportDir, ExportFormat: format,
 				SetTitle: func(ctx context.Context, id, title string) error {
 					cfg := a.config()
-					cfg.ReadOnly = false
+					cfg.ReadOnly, cfg.MustExist = false, true
 					w, err := hs.Open(ctx, cfg)
 					if err != nil {
 						return err

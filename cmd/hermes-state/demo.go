@@ -33,7 +33,7 @@ func demoCmd(a *app) *cobra.Command {
 		Use:   "demo",
 		Short: "Add three demo sessions to --db (a CLI session with tool calls, a Telegram chat in Chinese, a cron run) and list them; a second run adds nothing",
 		Args:  cobra.NoArgs,
-		RunE: a.withStore(writes, func(cmd *cobra.Command, st *hs.Store, _ []string) error {
+		RunE: a.withStore(creates, func(cmd *cobra.Command, st *hs.Store, _ []string) error {
 			ctx := cmd.Context()
 			added := 0
 			var rows []*models.Session

@@ -16,7 +16,7 @@ func migrateCmd(a *app) *cobra.Command {
 		Use:   "migrate",
 		Short: "Bring the store to the current schema (Open does this too) and report the version",
 		Args:  cobra.NoArgs,
-		RunE: a.withStore(writes, func(cmd *cobra.Command, st *hs.Store, _ []string) error {
+		RunE: a.withStore(creates, func(cmd *cobra.Command, st *hs.Store, _ []string) error {
 			v, err := st.SchemaVersion(cmd.Context())
 			if err != nil {
 				return err

@@ -92,7 +92,7 @@ func importCmd(a *app) *cobra.Command {
 					}
 				}()
 			}
-			return a.withStore(writes, func(cmd *cobra.Command, st *hs.Store, _ []string) error {
+			return a.withStore(creates, func(cmd *cobra.Command, st *hs.Store, _ []string) error {
 				p, done := a.progress("import")
 				res, err := st.Portability().Import(cmd.Context(), bufio.NewReader(r), p)
 				done()

@@ -202,7 +202,8 @@ type state struct {
 }
 
 // Check examines the file at opts.Path and returns the report. It returns
-// an error wrapping errs.ErrNotFound when there is no file, and
+// an error wrapping errs.ErrNotFound and errs.ErrNoStore when there is no
+// store (no file, or an empty one: see sqlitex.CheckStoreFile), and
 // errs.ErrStorage when the file cannot be read at all (permissions); a
 // damaged file is not an error: the damage is reported as findings.
 func Check(ctx context.Context, opts Options) (*Report, error) {
@@ -217,15 +218,12 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 	r := &Report{Path: opts.Path, Full: opts.Full, JournalConfigured: strings.ToLower(opts.JournalMode), JournalExplicit: explicit, Findings: []Finding{},
 		state: &state{badIndexes: map[string]bool{}, badFTS: map[string]string{}, missingCols: map[string][]schemaref.Column{}, orphans: map[string]int64{}}}
 	defer func() { r.Elapsed = time.Since(start).Round(time.Millisecond).String() }()
+	if err := sqlitex.CheckStoreFile("doctor", opts.Path); err != nil {
+		return nil, err
+	}
 	st, err := os.Stat(opts.Path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, errs.Wrap(errs.ErrNotFound, "doctor", err, "no database at "+opts.Path)
-		}
-		return nil, errs.Wrap(errs.ErrStorage, "doctor", err, "cannot read "+opts.Path)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, errs.Errorf(errs.ErrInvalid, "doctor", "%s is not a regular file", opts.Path)
+		return nil, errs.Wrap(errs.ErrStorage, "doctor", err, "cannot read "+opts.Path+": "+sqlitex.Describe(err))
 	}
 	r.FileBytes = st.Size()
 	walSt, walErr := os.Stat(opts.Path + "-wal")

@@ -3,9 +3,12 @@ package doctor
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/hermesstate/hermesstate/internal/errs"
 )
 
 // seedDB returns the bytes of a small SQLite file with an FTS5 table.
@@ -36,7 +39,8 @@ func seedDB(f *testing.F) []byte {
 }
 
 // FuzzCheckFile: doctor on arbitrary file contents (and on a real file with
-// one fuzzed page) never panics and never fails: damage is a finding.
+// one fuzzed page) never panics and never fails: damage is a finding. An
+// empty file holds no store and is refused as such.
 func FuzzCheckFile(f *testing.F) {
 	good := seedDB(f)
 	f.Add([]byte{}, uint16(0))
@@ -58,6 +62,13 @@ func FuzzCheckFile(f *testing.F) {
 			t.Fatal(err)
 		}
 		r, err := Check(context.Background(), Options{Path: p})
+		if len(content) == 0 {
+			// An empty file is no store (issue 11, item 13), not damage.
+			if !errors.Is(err, errs.ErrNoStore) {
+				t.Fatalf("an empty file: %v, want no store", err)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatalf("doctor failed instead of reporting: %v", err)
 		}

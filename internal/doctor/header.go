@@ -47,10 +47,6 @@ func checkHeader(r *Report, path string, walPresent bool) bool {
 		return false
 	}
 	defer f.Close()
-	if r.FileBytes == 0 {
-		r.add(CheckFile, Info, "", "", "the file is empty (a new database)")
-		return true
-	}
 	b := make([]byte, 100)
 	n, err := io.ReadFull(f, b)
 	if err != nil || n < 100 {

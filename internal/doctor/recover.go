@@ -113,8 +113,8 @@ func Recover(ctx context.Context, opts RecoverOptions) (*RecoverReport, error) {
 	rep := &RecoverReport{From: opts.From, To: opts.To, Tables: []TableResult{}, Problems: []string{}}
 	defer func() { rep.Elapsed = time.Since(start).Round(time.Millisecond).String() }()
 	const op = "recover"
-	if _, err := os.Stat(opts.From); err != nil {
-		return rep, errs.Wrap(errs.ErrNotFound, op, err, "no database at "+opts.From)
+	if err := sqlitex.CheckStoreFile(op, opts.From); err != nil {
+		return rep, err
 	}
 	if _, err := os.Stat(opts.To); err == nil {
 		return rep, errs.Errorf(errs.ErrConflict, op, "%s exists; recover writes a new file", opts.To)

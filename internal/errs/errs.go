@@ -34,6 +34,28 @@ var (
 	ErrUnsupported = errors.New("unsupported")
 )
 
+// ErrNoStore is not a kind but the cause of the ErrNotFound error returned
+// where a store must already exist and there is none: the file is missing
+// (its directory too, for a mistyped path) or empty (0 bytes, a truncated
+// file), or the PostgreSQL schema holds no store. errors.Is matches both it
+// and ErrNotFound; the message says "no store at PATH".
+var ErrNoStore = errors.New("no store")
+
+// NoStore is the error for a path that holds no store (see ErrNoStore):
+// kind ErrNotFound, "no store at WHERE" followed by why when given, and
+// cause (if any) kept in the chain.
+func NoStore(op, where, why string, cause error) *Error {
+	msg := "no store at " + where
+	if why != "" {
+		msg += ": " + why
+	}
+	err := ErrNoStore
+	if cause != nil {
+		err = fmt.Errorf("%w: %w", ErrNoStore, cause)
+	}
+	return &Error{Kind: ErrNotFound, Op: op, Msg: msg, Err: err}
+}
+
 // Error is the one error type of hermesstate. Kind is one of the sentinels
 // above; Op names the operation ("sessions.create"); Msg is a message for
 // people; Err is the underlying cause, if any. errors.Is matches both Kind
