@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	hfts "github.com/hermesstate/hermesstate/internal/ftsql"
+	"github.com/hermesstate/hermesstate/internal/schemaref"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
 
@@ -352,9 +353,9 @@ func (c *checker) ftsIntegrity(t ftsTable, withContent bool) error {
 		return err
 	}
 	defer tx.Rollback()
-	q := fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('integrity-check')", quoteIdent(t.Name))
+	q := fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('integrity-check')", schemaref.QuoteIdent(t.Name))
 	if withContent && t.external() {
-		q = fmt.Sprintf("INSERT INTO %[1]s(%[1]s, rank) VALUES ('integrity-check', 1)", quoteIdent(t.Name))
+		q = fmt.Sprintf("INSERT INTO %[1]s(%[1]s, rank) VALUES ('integrity-check', 1)", schemaref.QuoteIdent(t.Name))
 	}
 	_, err = tx.ExecContext(c.ctx, q)
 	if err != nil && isReadOnlyErr(err) {
@@ -380,18 +381,16 @@ func (c *checker) ftsCounts(t ftsTable) (idx, src int64, err error) {
 		}
 		shadow = t.Name + "_content"
 	}
-	if err = c.db.QueryRowContext(c.ctx, "SELECT count(*) FROM "+quoteIdent(shadow)).Scan(&idx); err != nil {
+	if err = c.db.QueryRowContext(c.ctx, "SELECT count(*) FROM "+schemaref.QuoteIdent(shadow)).Scan(&idx); err != nil {
 		return
 	}
 	source := "messages"
 	if t.external() {
 		source = t.Content
 	}
-	err = c.db.QueryRowContext(c.ctx, "SELECT count(*) FROM "+quoteIdent(source)).Scan(&src)
+	err = c.db.QueryRowContext(c.ctx, "SELECT count(*) FROM "+schemaref.QuoteIdent(source)).Scan(&src)
 	return
 }
-
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // ftsSegments returns the number of segments of t's index, read from its
 // structure record (id 10 of %_data): a 4-byte cookie, then varints nLevel,
@@ -400,7 +399,7 @@ func ftsSegments(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, table string) (int64, error) {
 	var b []byte
-	if err := q.QueryRowContext(ctx, "SELECT block FROM "+quoteIdent(table+"_data")+" WHERE id = 10").Scan(&b); err != nil {
+	if err := q.QueryRowContext(ctx, "SELECT block FROM "+schemaref.QuoteIdent(table+"_data")+" WHERE id = 10").Scan(&b); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, nil
 		}

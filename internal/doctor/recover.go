@@ -20,6 +20,7 @@ import (
 	"github.com/hermesstate/hermesstate/internal/errs"
 	hfts "github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/internal/safefile"
+	"github.com/hermesstate/hermesstate/internal/schemaref"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
 	"github.com/hermesstate/hermesstate/repo"
@@ -515,14 +516,14 @@ func fillFTS(ctx context.Context, dst *sql.DB, t ftsTable) error {
 		return err
 	}
 	if t.external() {
-		_, err := dst.ExecContext(ctx, fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('rebuild')", quoteIdent(t.Name)))
+		_, err := dst.ExecContext(ctx, fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('rebuild')", schemaref.QuoteIdent(t.Name)))
 		return err
 	}
 	if len(t.Columns) != 1 {
 		return fmt.Errorf("inline FTS table of an unknown shape (%d columns); left empty", len(t.Columns))
 	}
 	_, err := dst.ExecContext(ctx, fmt.Sprintf("INSERT INTO %s(rowid, %s) SELECT m.id, %s FROM messages AS m",
-		quoteIdent(t.Name), quoteIdent(t.Columns[0]), fmt.Sprintf(legacyExpr, "m")))
+		schemaref.QuoteIdent(t.Name), schemaref.QuoteIdent(t.Columns[0]), fmt.Sprintf(legacyExpr, "m")))
 	return err
 }
 
@@ -566,13 +567,13 @@ func copyTable(ctx context.Context, src, dst *sql.DB, table string, chunk int, o
 	quoted := make([]string, len(cols))
 	marks := make([]string, len(cols)+1)
 	for i, c := range cols {
-		quoted[i] = quoteIdent(c)
+		quoted[i] = schemaref.QuoteIdent(c)
 		marks[i] = "?"
 	}
 	marks[len(cols)] = "?"
-	sel := fmt.Sprintf("SELECT rowid, %s FROM %s WHERE rowid >= ? AND rowid <= ? ORDER BY rowid", strings.Join(quoted, ", "), quoteIdent(table))
-	selOne := fmt.Sprintf("SELECT rowid, %s FROM %s WHERE rowid = ? AND rowid = ?", strings.Join(quoted, ", "), quoteIdent(table))
-	ins := fmt.Sprintf("INSERT INTO %s (rowid, %s) VALUES (%s)", quoteIdent(table), strings.Join(quoted, ", "), strings.Join(marks, ", "))
+	sel := fmt.Sprintf("SELECT rowid, %s FROM %s WHERE rowid >= ? AND rowid <= ? ORDER BY rowid", strings.Join(quoted, ", "), schemaref.QuoteIdent(table))
+	selOne := fmt.Sprintf("SELECT rowid, %s FROM %s WHERE rowid = ? AND rowid = ?", strings.Join(quoted, ", "), schemaref.QuoteIdent(table))
+	ins := fmt.Sprintf("INSERT INTO %s (rowid, %s) VALUES (%s)", schemaref.QuoteIdent(table), strings.Join(quoted, ", "), strings.Join(marks, ", "))
 	lo, hi, ok := rowidBounds(ctx, src, table)
 	if !ok {
 		res.Unknown = true
@@ -704,7 +705,7 @@ func columnNames(ctx context.Context, db *sql.DB, table string) ([]string, error
 
 func rowidBounds(ctx context.Context, db *sql.DB, table string) (lo, hi int64, ok bool) {
 	var a, b sql.NullInt64
-	if err := db.QueryRowContext(ctx, "SELECT min(rowid), max(rowid) FROM "+quoteIdent(table)).Scan(&a, &b); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT min(rowid), max(rowid) FROM "+schemaref.QuoteIdent(table)).Scan(&a, &b); err != nil {
 		// The rightmost or leftmost path is damaged: fall back to the
 		// AUTOINCREMENT high water, when there is one.
 		var seq sql.NullInt64
@@ -730,7 +731,7 @@ func knownRowids(ctx context.Context, src *sql.DB, table string, bad [][2]int64,
 		}
 	}
 	for _, name := range idx {
-		rows, err := src.QueryContext(ctx, fmt.Sprintf("SELECT rowid FROM %s INDEXED BY %s", quoteIdent(table), quoteIdent(name)))
+		rows, err := src.QueryContext(ctx, fmt.Sprintf("SELECT rowid FROM %s INDEXED BY %s", schemaref.QuoteIdent(table), schemaref.QuoteIdent(name)))
 		if err != nil {
 			continue
 		}
@@ -765,7 +766,7 @@ func maxIndexedRowid(ctx context.Context, src *sql.DB, table string, objs []srcO
 			continue
 		}
 		var m sql.NullInt64
-		if src.QueryRowContext(ctx, fmt.Sprintf("SELECT max(rowid) FROM %s INDEXED BY %s", quoteIdent(table), quoteIdent(o.Name))).Scan(&m) == nil && m.Int64 > best {
+		if src.QueryRowContext(ctx, fmt.Sprintf("SELECT max(rowid) FROM %s INDEXED BY %s", schemaref.QuoteIdent(table), schemaref.QuoteIdent(o.Name))).Scan(&m) == nil && m.Int64 > best {
 			best = m.Int64
 		}
 	}

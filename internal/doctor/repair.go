@@ -12,6 +12,7 @@ import (
 	hfts "github.com/hermesstate/hermesstate/internal/ftsql"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/schemaref"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
 	"github.com/hermesstate/hermesstate/repo"
@@ -230,7 +231,7 @@ func (rp *repairer) fixSchema() error {
 	}
 	for table, cols := range st.missingCols {
 		for _, col := range cols {
-			stmts = append(stmts, "ALTER TABLE "+quoteIdent(table)+" ADD COLUMN "+col.Decl())
+			stmts = append(stmts, "ALTER TABLE "+schemaref.QuoteIdent(table)+" ADD COLUMN "+col.Decl())
 			details = append(details, "add column "+table+"."+col.Name)
 		}
 	}
@@ -339,7 +340,7 @@ func (rp *repairer) fixIndexes() error {
 			continue
 		}
 		if err := rp.tx("reindex "+ix, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(rp.ctx, "REINDEX "+quoteIdent(ix))
+			_, err := tx.ExecContext(rp.ctx, "REINDEX "+schemaref.QuoteIdent(ix))
 			return err
 		}); err != nil {
 			return err
@@ -385,7 +386,7 @@ func (rp *repairer) optimizeFTSIndexes() error {
 			continue
 		}
 		if err := rp.tx("optimize "+name, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(rp.ctx, fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('optimize')", quoteIdent(name)))
+			_, err := tx.ExecContext(rp.ctx, fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('optimize')", schemaref.QuoteIdent(name)))
 			return err
 		}); err != nil {
 			return err
@@ -446,7 +447,7 @@ func (rp *repairer) rebuildFTS(t ftsTable, reason string) error {
 					return err
 				}
 			}
-			_, err := tx.ExecContext(rp.ctx, fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('rebuild')", quoteIdent(t.Name)))
+			_, err := tx.ExecContext(rp.ctx, fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('rebuild')", schemaref.QuoteIdent(t.Name)))
 			return err
 		})
 	}
@@ -462,7 +463,7 @@ func (rp *repairer) rebuildFTS(t ftsTable, reason string) error {
 			return nil
 		}
 		return rp.tx("rebuild "+t.Name, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(rp.ctx, fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('rebuild')", quoteIdent(t.Name)))
+			_, err := tx.ExecContext(rp.ctx, fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('rebuild')", schemaref.QuoteIdent(t.Name)))
 			return err
 		})
 	}
@@ -490,7 +491,7 @@ func (rp *repairer) rebuildFTS(t ftsTable, reason string) error {
 	}
 	ins := fmt.Sprintf(`INSERT INTO %[1]s(rowid, %[2]s) SELECT m.id, %[3]s FROM messages AS m
 		WHERE m.id > ? AND m.id <= ? AND NOT EXISTS (SELECT 1 FROM %[4]s AS c WHERE c.id = m.id)`,
-		quoteIdent(t.Name), quoteIdent(t.Columns[0]), fmt.Sprintf(legacyExpr, "m"), quoteIdent(t.Name+"_content"))
+		schemaref.QuoteIdent(t.Name), schemaref.QuoteIdent(t.Columns[0]), fmt.Sprintf(legacyExpr, "m"), schemaref.QuoteIdent(t.Name+"_content"))
 	var total int64
 	for from < maxID {
 		to := from + int64(rp.opts.ChunkRows)
@@ -621,11 +622,11 @@ func recreate(exec func(string) error, t ftsTable) error {
 			return fmt.Errorf("stub shadow of %s: %w", t.Name, err)
 		}
 	}
-	if err := exec("DROP TABLE IF EXISTS " + quoteIdent(t.Name)); err != nil {
+	if err := exec("DROP TABLE IF EXISTS " + schemaref.QuoteIdent(t.Name)); err != nil {
 		return fmt.Errorf("drop %s: %w", t.Name, err)
 	}
 	for _, sh := range t.shadows() {
-		if err := exec("DROP TABLE IF EXISTS " + quoteIdent(sh)); err != nil {
+		if err := exec("DROP TABLE IF EXISTS " + schemaref.QuoteIdent(sh)); err != nil {
 			return fmt.Errorf("drop %s: %w", sh, err)
 		}
 	}
@@ -638,7 +639,7 @@ func recreate(exec func(string) error, t ftsTable) error {
 // shadowDDL returns CREATE TABLE IF NOT EXISTS statements of the shadow
 // tables FTS5 keeps for t, with an empty configuration (version 4).
 func shadowDDL(t ftsTable) []string {
-	q := func(s string) string { return quoteIdent(t.Name + s) }
+	q := func(s string) string { return schemaref.QuoteIdent(t.Name + s) }
 	out := []string{
 		"CREATE TABLE IF NOT EXISTS " + q("_data") + "(id INTEGER PRIMARY KEY, block BLOB)",
 		"CREATE TABLE IF NOT EXISTS " + q("_idx") + "(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID",
