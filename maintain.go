@@ -28,10 +28,17 @@ type MaintenanceConfig struct {
 	Options MaintenanceOptions
 }
 
+// MaxRetentionDays is the largest MaintenanceOptions.RetentionDays (and
+// the CLI's --prune-days and --older-than-days): about 274 years, within
+// the 292 years a time.Duration holds, so a day count never overflows into
+// a short span that would prune recent sessions.
+const MaxRetentionDays = 100000
+
 // MaintenanceOptions configures Maintain. The zero value only checkpoints.
 type MaintenanceOptions struct {
 	// RetentionDays > 0 prunes ended, unpinned sessions whose last activity
-	// is older (repo.Cleanup.Prune, Hermes' prune rules).
+	// is older (repo.Cleanup.Prune, Hermes' prune rules); at most
+	// MaxRetentionDays.
 	RetentionDays int
 	// Vacuum compacts the file when more than 25 % of its pages are free.
 	Vacuum bool
@@ -72,6 +79,9 @@ func (s *Store) Maintain(ctx context.Context, opts MaintenanceOptions) (*Mainten
 	}
 	if opts.RetentionDays < 0 || opts.BackupKeep < 0 {
 		return rep, errs.Errorf(ErrInvalid, op, "retention days and backups to keep must not be negative")
+	}
+	if opts.RetentionDays > MaxRetentionDays {
+		return rep, errs.Errorf(ErrInvalid, op, "retention days must be at most %d (got %d)", MaxRetentionDays, opts.RetentionDays)
 	}
 	if opts.BackupKeep == 0 {
 		opts.BackupKeep = 7

@@ -15,9 +15,9 @@ import (
 
 // Removing sessions: prune and delete.
 
-// maxDays is the largest --older-than-days (a time.Duration holds about
-// 292 years).
-const maxDays = 100000
+// maxDays is the largest --older-than-days and --prune-days (a
+// time.Duration holds about 292 years).
+const maxDays = hs.MaxRetentionDays
 
 func pruneCmd(a *app) *cobra.Command {
 	var days float64

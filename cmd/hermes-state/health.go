@@ -254,8 +254,8 @@ func maintainCmd(a *app) *cobra.Command {
 		Short: "Back up (VACUUM INTO, rotated), prune old ended sessions, VACUUM when over 25% free, checkpoint",
 		Args:  cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
-			if err := atLeast(cmd, "prune-days", opt.RetentionDays, 0); err != nil {
-				return err
+			if opt.RetentionDays < 0 || opt.RetentionDays > maxDays {
+				return usagef(cmd, "--prune-days must be at least 0 (no prune) and at most %d (got %d)", maxDays, opt.RetentionDays)
 			}
 			return atLeast(cmd, "keep", opt.BackupKeep, 0)
 		},
