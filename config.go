@@ -1,6 +1,7 @@
 package hermesstate
 
 import (
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"log/slog"
 	"os"
@@ -47,7 +48,8 @@ type Config struct {
 	// postgres://user@host:5432/db?sslmode=disable (PostgreSQL only).
 	DSN string
 	// Schema is the PostgreSQL schema holding the tables; created when
-	// missing. Default "public". A plain identifier (letters, digits, _).
+	// missing. Default "public". A plain identifier (letters, digits, _),
+	// never one of PostgreSQL's system schemas (pg_*, information_schema).
 	Schema string
 	// MaxOpenConns is the size of the PostgreSQL connection pool; default 8.
 	MaxOpenConns int
@@ -228,6 +230,29 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	return c
+}
+
+// Validate reports, before anything is opened, a configuration Open
+// refuses: an unknown driver, PostgreSQL without a DSN, or a schema name
+// that is not a plain identifier or is one of PostgreSQL's system schemas
+// (pg_*, information_schema, in any letter case). The error wraps
+// ErrInvalid.
+func (c Config) Validate() error {
+	const op = "open"
+	c = c.withDefaults()
+	switch c.Driver {
+	case DriverSQLite:
+	case DriverPostgres:
+		if c.DSN == "" {
+			return errs.Errorf(ErrInvalid, op, "the PostgreSQL driver needs a DSN (postgres://user@host:port/db)")
+		}
+		if err := pgsql.CheckSchema(c.Schema); err != nil {
+			return errs.Wrap(ErrInvalid, op, err, err.Error())
+		}
+	default:
+		return errs.Errorf(ErrInvalid, op, "unknown driver %q (sqlite or postgres)", c.Driver)
+	}
+	return nil
 }
 
 // IsPostgresDSN reports whether s is a PostgreSQL connection URL

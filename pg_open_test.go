@@ -76,3 +76,25 @@ func TestPostgresOpenErrors(t *testing.T) {
 	_, err = hs.Open(ctx, hs.Config{Path: "postgres://127.0.0.1:1/x?connect_timeout=2&sslmode=disable"})
 	fixturetest.RequireKind(t, err, hs.ErrStorage)
 }
+
+// TestPostgresSystemSchemaRefused (issue 11, item 9): PostgreSQL's own
+// schemas (information_schema, pg_catalog, pg_toast, pg_temp_N, any pg_*)
+// are refused, in any letter case, with ErrInvalid before a connection is
+// made: a store never puts its tables there. (The DSN names no server, so
+// an accepted name fails with ErrStorage instead and writes nothing.)
+func TestPostgresSystemSchemaRefused(t *testing.T) {
+	ctx := context.Background()
+	const nowhere = "postgres://127.0.0.1:1/x?sslmode=disable&connect_timeout=2"
+	for _, name := range []string{"information_schema", "INFORMATION_SCHEMA", "Information_Schema", "pg_catalog", "PG_TOAST", "pg_temp_3", "Pg_Anything"} {
+		for _, ro := range []bool{false, true} {
+			_, err := hs.Open(ctx, hs.Config{DSN: nowhere, Schema: name, ReadOnly: ro})
+			fixturetest.RequireKind(t, err, hs.ErrInvalid)
+			require.Contains(t, err.Error(), "system schema", name)
+			require.Contains(t, err.Error(), name)
+		}
+	}
+	for _, name := range []string{"public", "hermes", "information", "pgx_store", "my_pg_schema"} {
+		_, err := hs.Open(ctx, hs.Config{DSN: nowhere, Schema: name})
+		fixturetest.RequireKind(t, err, hs.ErrStorage) // accepted, then no server
+	}
+}

@@ -65,14 +65,13 @@ type Store struct {
 // held the schema's migration lock too long.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	s := &Store{cfg: cfg}
 	open := s.openSQLite
-	switch cfg.Driver {
-	case DriverSQLite:
-	case DriverPostgres:
+	if cfg.Driver == DriverPostgres {
 		open = s.openPostgres
-	default:
-		return nil, errs.Errorf(ErrInvalid, "open", "unknown driver %q (sqlite or postgres)", cfg.Driver)
 	}
 	if err := open(ctx); err != nil {
 		s.closeHandles()

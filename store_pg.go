@@ -25,12 +25,7 @@ import (
 func (s *Store) openPostgres(ctx context.Context) error {
 	const op = "open"
 	cfg := s.cfg
-	if cfg.DSN == "" {
-		return errs.Errorf(ErrInvalid, op, "the PostgreSQL driver needs a DSN (postgres://user@host:port/db)")
-	}
-	if err := pgsql.CheckSchema(cfg.Schema); err != nil {
-		return errs.Wrap(ErrInvalid, op, err, err.Error())
-	}
+	// cfg was validated by Open (Config.Validate: DSN and schema name).
 	pc, err := pgsql.ParseConfig(cfg.DSN, cfg.Schema)
 	if err != nil {
 		return errs.Wrap(ErrInvalid, op, err, "cannot parse the PostgreSQL DSN "+pgsql.Redact(cfg.DSN))

@@ -73,7 +73,7 @@ func (a *app) checkFlags() error {
 	default:
 		return invalidf("--journal-mode must be wal or delete, not %q", a.journalMode)
 	}
-	return nil
+	return a.config().Validate() // --schema: a plain name, not a system schema
 }
 
 // access says how a command opens the store.

@@ -39,3 +39,20 @@ func TestCLIDaysRange(t *testing.T) {
 	_, stderr, code := runCLI(t, "--db", db, "maintain", "--prune-days", "100000")
 	require.Zero(t, code, stderr)
 }
+
+// TestCLISystemSchemaRefused (issue 11, item 9): --schema naming one of
+// PostgreSQL's system schemas is a usage error (exit 2) for every command,
+// said before anything is opened.
+func TestCLISystemSchemaRefused(t *testing.T) {
+	const nowhere = "postgres://127.0.0.1:1/x?sslmode=disable&connect_timeout=2"
+	for _, args := range [][]string{
+		{"--db", nowhere, "--schema", "information_schema", "migrate"},
+		{"--db", nowhere, "--schema", "INFORMATION_SCHEMA", "sessions", "list"},
+		{"--db", nowhere, "--schema", "pg_catalog", "demo"},
+	} {
+		_, stderr, code := runCLI(t, args...)
+		require.Equal(t, exitUsage, code, "%v: %s", args, stderr)
+		require.Contains(t, stderr, "is a PostgreSQL system schema")
+		require.Equal(t, 1, strings.Count(stderr, "\n"), stderr)
+	}
+}

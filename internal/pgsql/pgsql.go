@@ -24,13 +24,15 @@ const DefaultSchema = "public"
 var schemaRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
 // CheckSchema returns an error when name is not a plain SQL identifier
-// (letters, digits, underscore, at most 63 bytes, not starting with a digit).
+// (letters, digits, underscore, at most 63 bytes, not starting with a
+// digit) or is one of PostgreSQL's system schemas (pg_*, information_schema,
+// in any letter case).
 func CheckSchema(name string) error {
 	if !schemaRE.MatchString(name) {
 		return fmt.Errorf("schema name %q is not a plain identifier (letters, digits and _, at most 63 bytes)", name)
 	}
-	if strings.HasPrefix(strings.ToLower(name), "pg_") {
-		return fmt.Errorf("schema name %q is reserved by PostgreSQL", name)
+	if l := strings.ToLower(name); strings.HasPrefix(l, "pg_") || l == "information_schema" {
+		return fmt.Errorf("schema %q is a PostgreSQL system schema (pg_*, information_schema): a store never puts its tables there; choose another, e.g. public or hermes", name)
 	}
 	return nil
 }
