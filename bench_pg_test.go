@@ -40,7 +40,7 @@ func pgBenchText(r *rand.Rand) string {
 }
 
 // pgSeedBench writes sessions × perSession messages (batches of one session).
-func pgSeedBench(b *testing.B, st *hs.Store, sessions, perSession int) {
+func pgSeedBench(b testing.TB, st *hs.Store, sessions, perSession int) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(1, 2))
 	base := 1767225600.0

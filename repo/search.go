@@ -275,7 +275,9 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 		return Read(ctx, r.db, op, func(tx *gorm.DB) (SearchResult, error) {
 			res := res
 			var err error
-			res.Route, res.Hits, err = r.routePostgres(tx, res.Sanitized, opt, f)
+			rn := &runner{tx: tx, explain: explain, postgres: true}
+			res.Route, res.Hits, err = r.routePostgres(rn, res.Sanitized, opt, f)
+			res.Plan = rn.plan
 			if err != nil {
 				return res, err
 			}
@@ -326,16 +328,17 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 }
 
 type runner struct {
-	tx      *gorm.DB
-	explain bool
-	plan    []string
+	tx       *gorm.DB
+	explain  bool
+	postgres bool
+	plan     []string
 }
 
 // rows runs q; an error SQLite raises for the statement itself (not
 // corruption, locking or cancellation) comes back as errFTS.
 func (rn *runner) rows(q ftsql.Query) ([]SearchHit, error) {
 	if rn.explain && rn.plan == nil {
-		rn.plan = explainPlan(rn.tx, q)
+		rn.plan = explainPlan(rn.tx, q, rn.postgres)
 	}
 	rows, err := rn.tx.Raw(q.SQL, q.Args...).Rows()
 	if err != nil {
@@ -407,7 +410,10 @@ func isFTSErr(err error) bool {
 	return errors.As(err, &e)
 }
 
-func explainPlan(tx *gorm.DB, q ftsql.Query) []string {
+func explainPlan(tx *gorm.DB, q ftsql.Query, postgres bool) []string {
+	if postgres {
+		return explainPostgres(tx, q)
+	}
 	rows, err := tx.Raw("EXPLAIN QUERY PLAN "+q.SQL, q.Args...).Rows()
 	if err != nil {
 		return []string{"explain failed: " + err.Error()}
@@ -420,6 +426,16 @@ func explainPlan(tx *gorm.DB, q ftsql.Query) []string {
 		if rows.Scan(&id, &parent, &notused, &detail) == nil {
 			out = append(out, detail)
 		}
+	}
+	return out
+}
+
+// explainPostgres is PostgreSQL's plan of q (EXPLAIN, not run), one line
+// per plan line.
+func explainPostgres(tx *gorm.DB, q ftsql.Query) []string {
+	var out []string
+	if err := tx.Raw("EXPLAIN "+q.SQL, q.Args...).Scan(&out).Error; err != nil {
+		return []string{"explain failed: " + err.Error()}
 	}
 	return out
 }

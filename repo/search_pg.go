@@ -112,29 +112,65 @@ func pgTSQuery(q string) (string, bool) {
 
 const pgHeadlineOpts = `StartSel=">>>", StopSel="<<<", MaxWords=40, MinWords=12, ShortWord=0, MaxFragments=2, FragmentDelimiter="..."`
 
+// pgRankCandidates is how many of the best-ranked matches (and every
+// match tied with the last of them) the rank-ordered word search reads
+// from hs_messages_fts before it joins messages and sessions: twice the
+// page's end, plus some slack for rows the filters drop.
+func pgRankCandidates(limit, offset int) int { return 2*(limit+offset) + 100 }
+
 // pgWordQuery is the tsquery search of one sanitized query over the
 // stored word documents (hs_messages_fts, kept by triggers).
-func pgWordQuery(tsq, sort string, limit, offset int, f ftsql.Filters) ftsql.Query {
-	where := []string{"fx.doc @@ to_tsquery('simple', ?)"}
+//
+// In rank order (no sort) with cand > 0, the statement ranks the matches
+// in hs_messages_fts alone and keeps the cand best (FETCH FIRST ... WITH
+// TIES: every match tied with the last one too) before it joins messages
+// and sessions, applies the filters and orders by rank, then newest. That
+// page is the page of the unbounded statement whenever it comes back full:
+// every match left out ranks strictly below every candidate. A short page
+// may be short because the filters dropped candidates; the caller then
+// runs the unbounded statement (cand 0), which joins every match.
+//
+// The tsquery is parsed once (a FROM item), not once per row: in a
+// generic plan to_tsquery(?) is not folded to a constant. The snippet
+// (ts_headline, which parses the whole text) is computed after the LIMIT,
+// for the rows returned only.
+func pgWordQuery(tsq, sort string, limit, offset int, f ftsql.Filters, cand int) ftsql.Query {
 	w, a := f.Clauses()
-	where = append(where, w...)
-	rank := "ts_rank(fx.doc, to_tsquery('simple', ?))"
+	from := "to_tsquery('simple', ?) AS tq(q) CROSS JOIN hs_messages_fts fx JOIN messages m ON m.id = fx.id JOIN sessions s ON s.id = m.session_id"
+	where := append([]string{"fx.doc @@ tq.q"}, w...)
+	rank := "ts_rank(fx.doc, tq.q)"
 	order := "ORDER BY " + rank + " DESC, m.timestamp DESC, m.id DESC"
 	switch strings.ToLower(strings.TrimSpace(sort)) {
 	case "newest":
 		order = "ORDER BY m.timestamp DESC, " + rank + " DESC, m.id DESC"
+		cand = 0
 	case "oldest":
 		order = "ORDER BY m.timestamp ASC, " + rank + " DESC, m.id ASC"
+		cand = 0
+	}
+	args := []any{tsq}
+	if cand > 0 {
+		from = "(SELECT fx.id, tq.q, " + rank + " AS rank FROM to_tsquery('simple', ?) AS tq(q) CROSS JOIN hs_messages_fts fx WHERE fx.doc @@ tq.q " +
+			"ORDER BY 3 DESC FETCH FIRST ? ROWS WITH TIES) c JOIN messages m ON m.id = c.id JOIN sessions s ON s.id = m.session_id"
+		where = w
+		order = "ORDER BY c.rank DESC, m.timestamp DESC, m.id DESC"
+		args = append(args, cand)
+	}
+	q := "tq.q"
+	if cand > 0 {
+		q = "c.q"
 	}
 	// ts_headline parses the whole text: a large one gets a NULL here and a
 	// bounded snippet afterwards (boundSnippets).
 	sql := "SELECT m.id, m.session_id, m.role, CASE WHEN COALESCE(octet_length(m.content), 0) <= " + strconv.Itoa(ftsql.SnippetMaxBytes) +
-		" THEN ts_headline('simple', COALESCE(m.content, ''), to_tsquery('simple', ?), '" + pgHeadlineOpts + "') END AS snippet, " +
-		"m.timestamp, m.tool_name, s.source, s.model, s.started_at AS session_started FROM hs_messages_fts fx JOIN messages m ON m.id = fx.id JOIN sessions s ON s.id = m.session_id WHERE " +
-		strings.Join(where, " AND ") + " " + order + " LIMIT ? OFFSET ?"
-	args := []any{tsq, tsq}
+		" THEN ts_headline('simple', COALESCE(m.content, ''), " + q + ", '" + pgHeadlineOpts + "') END AS snippet, " +
+		"m.timestamp, m.tool_name, s.source, s.model, s.started_at AS session_started FROM " + from
+	if len(where) > 0 {
+		sql += " WHERE " + strings.Join(where, " AND ")
+	}
+	sql += " " + order + " LIMIT ? OFFSET ?"
 	args = append(args, a...)
-	args = append(args, tsq, limit, offset)
+	args = append(args, limit, offset)
 	return ftsql.Query{SQL: sql, Args: args}
 }
 
@@ -212,8 +248,7 @@ func markTerms(s *string, terms []string) {
 }
 
 // routePostgres is route on PostgreSQL.
-func (r *searchRepo) routePostgres(tx *gorm.DB, q string, opt SearchOptions, f ftsql.Filters) (Route, []SearchHit, error) {
-	rn := &runner{tx: tx}
+func (r *searchRepo) routePostgres(rn *runner, q string, opt SearchOptions, f ftsql.Filters) (Route, []SearchHit, error) {
 	limit, offset := opt.Limit, opt.Offset
 	if f.WantsTool() {
 		lq, ok := ftsql.LikeFallbackQuery(q, opt.Sort, limit, offset, f)
@@ -249,7 +284,11 @@ func (r *searchRepo) routePostgres(tx *gorm.DB, q string, opt SearchOptions, f f
 	if !ok {
 		return RouteSyntaxError, []SearchHit{}, nil
 	}
-	hits, err := rn.rows(pgWordQuery(tsq, opt.Sort, limit, offset, f))
+	hits, err := rn.rows(pgWordQuery(tsq, opt.Sort, limit, offset, f, pgRankCandidates(limit, offset)))
+	if err == nil && len(hits) < limit && isRankOrder(opt.Sort) {
+		// The filters may have dropped candidates: rank every match.
+		hits, err = rn.rows(pgWordQuery(tsq, opt.Sort, limit, offset, f, 0))
+	}
 	if err != nil {
 		if isFTSErr(err) {
 			return RouteSyntaxError, []SearchHit{}, nil
@@ -289,4 +328,14 @@ func (r *searchRepo) checkPostgres(ctx context.Context) ([]FTSCheck, error) {
 		}
 		return out, nil
 	})
+}
+
+// isRankOrder reports whether sort asks for relevance order (neither
+// newest nor oldest first).
+func isRankOrder(sort string) bool {
+	switch strings.ToLower(strings.TrimSpace(sort)) {
+	case "newest", "oldest":
+		return false
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package repo_test
 
 import (
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,6 +11,7 @@ import (
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/internal/pgtest"
+	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -74,4 +76,99 @@ func TestSearchFixturesOnPostgres(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pgRankOrderIDs is the rank-ordered word search computed independently:
+// every match of tsq ranked by ts_rank, then newest, with the default
+// filters (active or compacted, not hidden).
+func pgRankOrderIDs(t *testing.T, st *hs.Store, tsq string, limit, offset int) []int64 {
+	t.Helper()
+	rows, err := storetest.SQL(t, st).Query(`SELECT m.id FROM hs_messages_fts fx JOIN messages m ON m.id = fx.id
+		WHERE fx.doc @@ to_tsquery('simple', $1) AND (m.active = 1 OR m.compacted = 1) AND COALESCE(m.display_kind, '') <> 'hidden'
+		ORDER BY ts_rank(fx.doc, to_tsquery('simple', $1)) DESC, m.timestamp DESC, m.id DESC LIMIT $2 OFFSET $3`, tsq, limit, offset)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := []int64{}
+	for rows.Next() {
+		var id int64
+		require.NoError(t, rows.Scan(&id))
+		out = append(out, id)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// TestPostgresRankPageFromCandidates: the rank-ordered word search ranks
+// in hs_messages_fts and joins only the best candidates; its pages are
+// those of ranking every match: with ties across the candidate cut (many
+// rows of equal rank, ordered newest first), and when the filters drop
+// every candidate (the best-ranked rows inactive or hidden), where the
+// statement that ranks every match answers.
+func TestPostgresRankPageFromCandidates(t *testing.T) {
+	st := storetest.Open(t, storetest.Postgres, hs.Config{})
+	ctx := fixturetest.Ctx(t)
+	_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
+	require.NoError(t, err)
+	var batch []repo.NewMessage
+	for i := 0; i < 600; i++ {
+		text := "alpha filler words here"
+		switch {
+		case i%3 == 0:
+			text = "alpha alpha alpha beta" // the best-ranked third
+		case i%3 == 1:
+			text = "alpha beta gamma delta"
+		}
+		batch = append(batch, repo.NewMessage{Role: "user", Content: models.Text(text), Timestamp: models.Epoch(1767225600 + float64(i%250))})
+	}
+	ids := storetest.AppendAll(t, st, "s", batch...)
+	check := func(t *testing.T, q, tsq string) {
+		for _, page := range []struct{ limit, offset int }{{20, 0}, {20, 180}, {50, 190}, {5, 0}, {300, 100}} {
+			res, err := st.Search().Run(ctx, q, repo.SearchOptions{Limit: page.limit, Offset: page.offset})
+			require.NoError(t, err)
+			require.Equal(t, repo.RouteWord, res.Route)
+			got := []int64{}
+			for _, h := range res.Hits {
+				got = append(got, h.ID)
+			}
+			require.Equal(t, pgRankOrderIDs(t, st, tsq, page.limit, page.offset), got, "%q limit %d offset %d", q, page.limit, page.offset)
+		}
+	}
+	t.Run("ties", func(t *testing.T) {
+		check(t, "alpha", "'alpha'")
+		check(t, "beta", "'beta'")
+	})
+	t.Run("filtered", func(t *testing.T) {
+		// The 200 best-ranked rows leave the default search: inactive or hidden.
+		db := storetest.SQL(t, st)
+		for i, id := range ids {
+			if i%3 != 0 {
+				continue
+			}
+			if i%2 == 0 {
+				_, err = db.Exec("UPDATE messages SET active = 0 WHERE id = $1", id)
+			} else {
+				_, err = db.Exec("UPDATE messages SET display_kind = 'hidden' WHERE id = $1", id)
+			}
+			require.NoError(t, err)
+		}
+		check(t, "alpha", "'alpha'")
+		check(t, "beta", "'beta'")
+	})
+}
+
+// TestSearchExplainOnPostgres: Explain gives PostgreSQL's plan of the main
+// statement (it gave none before), and the word search's plan ranks in
+// hs_messages_fts before it joins messages.
+func TestSearchExplainOnPostgres(t *testing.T) {
+	st := storetest.Open(t, storetest.Postgres, hs.Config{})
+	ctx := fixturetest.Ctx(t)
+	_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
+	require.NoError(t, err)
+	storetest.AppendAll(t, st, "s", repo.NewMessage{Role: "user", Content: models.Text("alpha beta")})
+	res, err := st.Search().Explain(ctx, "alpha", repo.SearchOptions{})
+	require.NoError(t, err)
+	require.Len(t, res.Hits, 1)
+	plan := strings.Join(res.Plan, "\n")
+	require.Contains(t, plan, "hs_messages_fts")
+	require.Contains(t, plan, "Limit")
 }
