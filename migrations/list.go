@@ -69,6 +69,7 @@ func List() []Migration {
 		{ID: "0101_hermesstate_pg_messages_fts", Hermes: "ours", Apply: nothing, Postgres: postgresFTSTable},
 		{ID: "0102_hermesstate_session_activity", Hermes: "ours", Apply: repo.EnsureSessionActivity, SQLiteOnly: true},
 		{ID: "0103_hermesstate_cjk_postings", Hermes: "ours", Apply: ftsql.EnsureCJKIndex, SQLiteOnly: true},
+		{ID: "0104_hermesstate_pg_cjk_grams", Hermes: "ours", Apply: nothing, Postgres: postgresCJKGrams},
 	}
 }
 

@@ -1,7 +1,9 @@
 package repo_test
 
 import (
+	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -171,4 +173,102 @@ func TestSearchExplainOnPostgres(t *testing.T) {
 	plan := strings.Join(res.Plan, "\n")
 	require.Contains(t, plan, "hs_messages_fts")
 	require.Contains(t, plan, "Limit")
+}
+
+// pgScanIDs is the CJK LIKE route computed independently: every message
+// holding some token in content, tool_name or tool_calls (ILIKE), with
+// the default filters, newest first, ids only.
+func pgScanIDs(t *testing.T, st *hs.Store, toks []string) []int64 {
+	t.Helper()
+	var preds []string
+	var args []any
+	for _, tok := range toks {
+		n := len(args) + 1
+		preds = append(preds, "(m.content ILIKE $"+strconv.Itoa(n)+" OR m.tool_name ILIKE $"+strconv.Itoa(n)+" OR m.tool_calls ILIKE $"+strconv.Itoa(n)+")")
+		args = append(args, "%"+tok+"%")
+	}
+	rows, err := storetest.SQL(t, st).Query(`SELECT m.id FROM messages m WHERE (`+strings.Join(preds, " OR ")+`)
+		AND (m.active = 1 OR m.compacted = 1) AND COALESCE(m.display_kind, '') <> 'hidden' ORDER BY m.timestamp DESC, m.id`, args...)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := []int64{}
+	for rows.Next() {
+		var id int64
+		require.NoError(t, rows.Scan(&id))
+		out = append(out, id)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// TestPostgresShortCJKFromIndex: 1-2 character CJK queries on PostgreSQL
+// read their candidates from the CJK character/pair index of migration
+// 0104 (before it, a scan of every message), and find exactly the
+// messages the LIKE scan finds: in content, tool_name and tool_calls,
+// kana, Hangul and characters beyond the BMP, tokens glued to Latin
+// letters, several tokens, a term across two columns (not a match).
+func TestPostgresShortCJKFromIndex(t *testing.T) {
+	st := storetest.Open(t, storetest.Postgres, hs.Config{})
+	ctx := fixturetest.Ctx(t)
+	_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
+	require.NoError(t, err)
+	texts := []string{"广西桂林的山水很美", "桂花", "去桂林旅游", "検索エンジンの設定", "한국어 검색", "𠀀𠀁 rare", "abc桂xyz",
+		"plain english text", "林", "ひらがな", "", "桂"}
+	var batch []repo.NewMessage
+	for i := 0; i < 3000; i++ {
+		m := repo.NewMessage{Role: "user", Content: models.Text(fmt.Sprintf("filler message %d about nothing", i)), Timestamp: models.Epoch(1767225600 + float64(i%700))}
+		if i%25 == 0 {
+			m.Content = models.Text(texts[(i/25)%len(texts)])
+		}
+		if i%250 == 7 {
+			m.Role, m.ToolName, m.Content = "tool", "検索ツール", models.Text("result")
+		}
+		batch = append(batch, m)
+	}
+	ids := storetest.AppendAll(t, st, "s", batch...)
+	db := storetest.SQL(t, st)
+	_, err = db.Exec(`UPDATE messages SET tool_calls = '[{"function":{"name":"桂林"}}]' WHERE id = $1`, ids[11])
+	require.NoError(t, err)
+	_, err = db.Exec(`UPDATE messages SET content = NULL WHERE id = $1`, ids[12])
+	require.NoError(t, err)
+	_, err = db.Exec(`ANALYZE messages`)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		q    string
+		toks []string
+	}{
+		{"桂林", []string{"桂林"}}, {"桂", []string{"桂"}}, {"林", []string{"林"}}, {"検索", []string{"検索"}}, {"검색", []string{"검색"}},
+		{"𠀁", []string{"𠀁"}}, {"𠀀𠀁", []string{"𠀀𠀁"}}, {"c桂", []string{"c桂"}}, {"桂x", []string{"桂x"}}, {"花 ツール", []string{"花", "ツール"}},
+		{"ひら", []string{"ひら"}}, {"美桂", []string{"美桂"}}, {"桂林 OR 検索", []string{"桂林", "検索"}}, {"无", []string{"无"}},
+	} {
+		for _, page := range []struct{ limit, offset int }{{20, 0}, {1000, 0}, {5, 3}} {
+			res, err := st.Search().Run(ctx, c.q, repo.SearchOptions{Limit: page.limit, Offset: page.offset})
+			require.NoError(t, err, c.q)
+			require.Equal(t, repo.RouteCJKLike, res.Route, c.q)
+			got := []int64{}
+			for _, h := range res.Hits {
+				got = append(got, h.ID)
+			}
+			want := pgScanIDs(t, st, c.toks)
+			want = want[min(page.offset, len(want)):]
+			want = want[:min(page.limit, len(want))]
+			require.Equal(t, want, got, "%q limit %d offset %d", c.q, page.limit, page.offset)
+		}
+	}
+	res, err := st.Search().Explain(ctx, "检", repo.SearchOptions{})
+	require.NoError(t, err)
+	require.Empty(t, res.Hits)
+	require.Contains(t, strings.Join(res.Plan, "\n"), "idx_hermesstate_messages_cjk_grams")
+	// Three characters and more take the trigram route, whose terms read
+	// the bare columns, which the pg_trgm indexes serve (through COALESCE
+	// they could not: at 200k messages every one was read). On this small
+	// table the planner may still prefer to read them all, so the plan is
+	// checked for the predicate's form.
+	res, err = st.Search().Explain(ctx, "検索エンジン", repo.SearchOptions{})
+	require.NoError(t, err)
+	require.Equal(t, repo.RouteTrigram, res.Route)
+	require.Len(t, res.Hits, 10)
+	plan := strings.Join(res.Plan, "\n")
+	require.Contains(t, plan, "(content ~~* '%検索エンジン%'::text)")
+	require.NotContains(t, plan, "COALESCE(content")
 }
