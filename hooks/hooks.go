@@ -65,12 +65,18 @@ func normalizeMessages(db *gorm.DB) {
 		return
 	}
 	now := models.Now()
-	eachMessage(db, func(m *models.Message) {
-		if !m.Timestamp.Sane() {
-			m.Timestamp = now
-		}
-		m.Active = 1
-	})
+	eachMessage(db, func(m *models.Message) { NormalizeMessage(m, now) })
+}
+
+// NormalizeMessage applies Hermes' insert rules to m: an invalid or
+// out-of-window timestamp becomes now, and active is 1. The callback runs
+// it on every message GORM inserts; the lone-append path of repo calls it
+// itself.
+func NormalizeMessage(m *models.Message, now models.Epoch) {
+	if !m.Timestamp.Sane() {
+		m.Timestamp = now
+	}
+	m.Active = 1
 }
 
 type delta struct{ messages, toolCalls int64 }

@@ -183,30 +183,44 @@ func (pyJSONSerializer) Scan(ctx context.Context, field *schema.Field, dst refle
 	return nil
 }
 
+// SQLValue returns what the pyjson serializer stores for j in column: nil
+// (NULL) for an empty or falsy value, else the JSON text in Python's
+// json.dumps form. ErrInvalid when j is not valid JSON.
+func (j JSON) SQLValue(column string) (any, error) {
+	if j.IsNull() {
+		return nil, nil
+	}
+	b, err := pyjson.Canonical(j)
+	if err != nil {
+		return nil, errs.Wrap(errs.ErrInvalid, "json", err, "column "+column+" does not hold valid JSON")
+	}
+	return string(b), nil
+}
+
+// SQLValue returns what the pyjson serializer stores for t in column: nil
+// for NULL, text that is not JSON as it is, JSON text in Python's
+// json.dumps form.
+func (t JSONText) SQLValue(column string) (any, error) {
+	if t.IsNull() {
+		return nil, nil
+	}
+	if !json.Valid(t) {
+		return string(t), nil
+	}
+	b, err := pyjson.Canonical(t)
+	if err != nil {
+		return nil, errs.Wrap(errs.ErrInvalid, "json", err, "column "+column+" does not hold valid JSON")
+	}
+	return string(b), nil
+}
+
 // Value implements schema.SerializerInterface.
 func (pyJSONSerializer) Value(ctx context.Context, field *schema.Field, dst reflect.Value, fieldValue any) (any, error) {
 	switch v := fieldValue.(type) {
 	case JSON:
-		if v.IsNull() {
-			return nil, nil
-		}
-		b, err := pyjson.Canonical(v)
-		if err != nil {
-			return nil, errs.Wrap(errs.ErrInvalid, "json", err, "column "+field.DBName+" does not hold valid JSON")
-		}
-		return string(b), nil
+		return v.SQLValue(field.DBName)
 	case JSONText:
-		if v.IsNull() {
-			return nil, nil
-		}
-		if !json.Valid(v) {
-			return string(v), nil
-		}
-		b, err := pyjson.Canonical(v)
-		if err != nil {
-			return nil, errs.Wrap(errs.ErrInvalid, "json", err, "column "+field.DBName+" does not hold valid JSON")
-		}
-		return string(b), nil
+		return v.SQLValue(field.DBName)
 	case nil:
 		return nil, nil
 	}

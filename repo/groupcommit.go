@@ -255,6 +255,18 @@ func (r *messageRepo) insertGroup(tx *gorm.DB, op string, batch []*appendCall) (
 	if len(taken) == 0 {
 		return nil, errAllWithdrawn
 	}
+	if len(taken) == 1 && r.db.Dialect == SQLite {
+		c := taken[0]
+		if err := r.appendOne(tx, op, c.row); err != nil {
+			if !refusal(err) {
+				return nil, err
+			}
+			ok = true
+			return map[*appendCall]error{c: err}, nil
+		}
+		ok = true
+		return nil, nil
+	}
 	var sids []string
 	seen := map[string]bool{}
 	for _, c := range taken {
