@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/errtext"
 	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
@@ -132,7 +133,7 @@ func (s *Store) Maintain(ctx context.Context, opts MaintenanceOptions) (*Mainten
 func (s *Store) backupRotate(ctx context.Context, dir string, keep int, progress repo.Progress) (string, []string, error) {
 	const op = "maintain.backup"
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", nil, errs.Wrap(ErrStorage, op, err, "cannot create "+dir)
+		return "", nil, errtext.Storage(op, err, "cannot create "+dir, "")
 	}
 	name := "state-" + time.Now().UTC().Format("20060102-150405.000000000") + ".db"
 	path := filepath.Join(dir, strings.Replace(name, ".", "-", 1))
@@ -192,7 +193,7 @@ func (s *Store) backupRotate(ctx context.Context, dir string, keep int, progress
 	var removed []string
 	for len(matches) > keep {
 		if err := os.Remove(matches[0]); err != nil {
-			return path, removed, errs.Wrap(ErrStorage, op, err, "cannot remove the old backup "+matches[0])
+			return path, removed, errtext.Storage(op, err, "cannot remove the old backup "+matches[0], "")
 		}
 		removed = append(removed, matches[0])
 		matches = matches[1:]

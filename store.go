@@ -25,6 +25,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/errtext"
 	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
@@ -195,7 +196,7 @@ func (s *Store) openWriter(path string) (*gorm.DB, error) {
 	if !cfg.NoLockFile {
 		lock = sqlitex.NewFileLock(path)
 	}
-	s.db = &repo.DB{W: w, R: w, Dialect: repo.SQLite, Log: cfg.Logger, WriteLock: lock, Budgets: map[sqlitex.Kind]time.Duration{
+	s.db = &repo.DB{W: w, R: w, Dialect: repo.SQLite, Path: path, Log: cfg.Logger, WriteLock: lock, Budgets: map[sqlitex.Kind]time.Duration{
 		sqlitex.Routine: cfg.WriteBudgets.Routine, sqlitex.Transcript: cfg.WriteBudgets.Transcript, sqlitex.Activity: cfg.WriteBudgets.Activity}}
 	return w, nil
 }
@@ -273,7 +274,18 @@ func (s *Store) createNew(ctx context.Context, path string) error {
 	cfg.Path, cfg.Maintenance = tmp, nil
 	st, err := Open(ctx, cfg)
 	if err == nil {
-		err = st.Close()
+		// The file must hold every commit by itself before it is given
+		// its name (its -wal is not published with it): a checkpoint that
+		// fails (a full disk) fails the creation.
+		err = st.checkpointWhole(ctx)
+		if cerr := st.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		if fi, serr := os.Stat(tmp + "-wal"); serr == nil && fi.Size() > 0 {
+			err = errs.Errorf(ErrStorage, op, "its -wal could not be folded into the file")
+		}
 	}
 	if err == nil {
 		err = safefile.Publish(tmp, path)
@@ -281,6 +293,7 @@ func (s *Store) createNew(ctx context.Context, path string) error {
 			err = nil // created by another process meanwhile: use it
 		}
 	}
+	cause := errtext.Cause(err, tmp) // while tmp is still there to look at
 	safefile.Remove(tmp)
 	if err != nil {
 		kind := ErrStorage
@@ -288,13 +301,33 @@ func (s *Store) createNew(ctx context.Context, path string) error {
 		if errors.As(err, &me) && me.Kind != nil {
 			kind = me.Kind
 		}
-		msg := err.Error()
-		if me != nil && me.Msg != "" {
+		msg := cause
+		if msg == "" && me != nil && me.Msg != "" {
 			msg = me.Msg
-		} else {
-			msg = sqlitex.Describe(err)
+		}
+		if msg == "" {
+			msg = err.Error()
 		}
 		return errs.Wrap(kind, op, err, "cannot create "+path+": "+strings.ReplaceAll(msg, tmp, path))
+	}
+	return nil
+}
+
+// checkpointWhole runs a TRUNCATE checkpoint (WAL mode) and returns its
+// error, or an error when readers kept it from copying every commit into
+// the database file.
+func (s *Store) checkpointWhole(ctx context.Context) error {
+	if s.journal != "wal" || s.cfg.ReadOnly {
+		return nil
+	}
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	var busy, logFrames, done int64
+	if err := s.db.W.WithContext(ctx).Raw("PRAGMA wal_checkpoint(TRUNCATE)").Row().Scan(&busy, &logFrames, &done); err != nil {
+		return err
+	}
+	if busy != 0 {
+		return errs.Errorf(ErrBusy, "checkpoint", "another connection kept the checkpoint from finishing")
 	}
 	return nil
 }
@@ -330,7 +363,7 @@ func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
 		reason = fmt.Sprintf("%s has Hermes schema version %d, newer than %d, the newest this hermes-state knows: it is opened read-only and writes are refused (upgrade hermes-state to write to it)",
 			path, s.newer, migrations.HermesSchemaVersion)
 	}
-	s.db = &repo.DB{W: g, R: g, Dialect: repo.SQLite, Log: cfg.Logger, ReadOnly: reason}
+	s.db = &repo.DB{W: g, R: g, Dialect: repo.SQLite, Path: path, Log: cfg.Logger, ReadOnly: reason}
 	w := g.WithContext(ctx)
 	if err := w.Raw("SELECT sqlite_version()").Scan(&s.version).Error; err != nil {
 		return classifyOpenErr(op, err, path)
@@ -374,7 +407,7 @@ func openReadOnlyPool(ctx context.Context, path string, busy time.Duration, cach
 		dsn, err := sqlitex.ConnConfig{Path: path, BusyTimeout: busy, ForeignKeys: true, ReadOnly: true, Immutable: immutable,
 			CacheSizeKiB: cacheKiB}.URI()
 		if err != nil {
-			return nil, errs.Wrap(ErrStorage, op, err, "cannot open "+path)
+			return nil, errtext.Storage(op, err, "cannot open "+path, path)
 		}
 		g, err := gorm.Open(sqlite.Open(dsn), gormConfig())
 		if err != nil {
@@ -417,7 +450,7 @@ func classifyOpenErr(op string, err error, path string) error {
 	if sqlitex.IsLock(err) {
 		return errs.Wrap(ErrBusy, op, err, path+" is locked by another process")
 	}
-	return errs.Wrap(ErrStorage, op, err, "cannot open "+path)
+	return errtext.Storage(op, err, "cannot open "+path, path)
 }
 
 // applyJournalMode enforces the journal-mode rules: refuse WAL on a
@@ -602,7 +635,7 @@ func (s *Store) MigrationsPending(ctx context.Context) ([]string, error) {
 	}
 	ids, err := migrations.Pending(ctx, s.db.W)
 	if err != nil {
-		return nil, errs.Wrap(ErrStorage, "migrations.pending", err, "")
+		return nil, errtext.Storage("migrations.pending", err, "cannot read the applied migrations", s.cfg.Path)
 	}
 	return ids, nil
 }
@@ -611,7 +644,7 @@ func (s *Store) MigrationsPending(ctx context.Context) ([]string, error) {
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	v, err := migrations.FileVersion(s.db.R.WithContext(ctx))
 	if err != nil {
-		return 0, errs.Wrap(ErrStorage, "schema_version", err, "")
+		return 0, errtext.Storage("schema_version", err, "cannot read the schema version", s.cfg.Path)
 	}
 	return v, nil
 }

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/errtext"
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
@@ -48,12 +49,12 @@ func (s *Store) openPostgres(ctx context.Context) error {
 	})
 	if err != nil {
 		_ = sqlDB.Close()
-		return errs.Wrap(ErrStorage, op, err, "cannot open "+pgsql.Redact(cfg.DSN))
+		return errtext.Storage(op, err, "cannot open "+pgsql.Redact(cfg.DSN), "")
 	}
 	s.db = &repo.DB{W: g, R: g, Dialect: repo.Postgres, Log: cfg.Logger, Budgets: map[sqlitex.Kind]time.Duration{
 		sqlitex.Routine: cfg.WriteBudgets.Routine, sqlitex.Transcript: cfg.WriteBudgets.Transcript, sqlitex.Activity: cfg.WriteBudgets.Activity}}
 	if err := g.WithContext(ctx).Raw("SHOW server_version").Scan(&s.version).Error; err != nil {
-		return errs.Wrap(ErrStorage, op, err, "cannot reach PostgreSQL at "+pgsql.Redact(cfg.DSN))
+		return errtext.Storage(op, err, "cannot reach PostgreSQL at "+pgsql.Redact(cfg.DSN), "")
 	}
 	var collate string
 	if err := g.WithContext(ctx).Raw("SELECT datcollate FROM pg_database WHERE datname = current_database()").Scan(&collate).Error; err == nil {
@@ -68,12 +69,12 @@ func (s *Store) openPostgres(ctx context.Context) error {
 		// A schema of a newer Hermes is never migrated: read-only instead.
 		var has int64
 		if err := g.WithContext(ctx).Raw("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = 'schema_version'", cfg.Schema).Scan(&has).Error; err != nil {
-			return errs.Wrap(ErrStorage, op, err, "cannot read the schema of "+pgsql.Redact(cfg.DSN))
+			return errtext.Storage(op, err, "cannot read the schema of "+pgsql.Redact(cfg.DSN), "")
 		}
 		if has > 0 {
 			var fv sql.NullInt64
 			if err := g.WithContext(ctx).Raw("SELECT MAX(version) FROM " + pgsql.QuoteIdent(cfg.Schema) + ".schema_version").Scan(&fv).Error; err != nil {
-				return errs.Wrap(ErrStorage, op, err, "cannot read the schema version of "+pgsql.Redact(cfg.DSN))
+				return errtext.Storage(op, err, "cannot read the schema version of "+pgsql.Redact(cfg.DSN), "")
 			}
 			if fv.Valid && fv.Int64 > migrations.HermesSchemaVersion {
 				s.newer = int(fv.Int64)
@@ -113,7 +114,7 @@ func (s *Store) pgHasStore(ctx context.Context) error {
 	const op = "open"
 	var n int64
 	if err := s.db.W.WithContext(ctx).Raw("SELECT count(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = 'sessions'", s.cfg.Schema).Scan(&n).Error; err != nil {
-		return errs.Wrap(ErrStorage, op, err, "cannot read the schema of "+pgsql.Redact(s.cfg.DSN))
+		return errtext.Storage(op, err, "cannot read the schema of "+pgsql.Redact(s.cfg.DSN), "")
 	}
 	if n == 0 {
 		return errs.NoStore(op, s.Location(), "the schema holds no tables of a store", nil)

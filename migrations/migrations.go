@@ -35,6 +35,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/errtext"
 	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/internal/schemaref"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
@@ -121,7 +122,11 @@ func Run(ctx context.Context, db *gorm.DB) error {
 		if sqlitex.IsCorrupt(err) {
 			return errs.Wrap(errs.ErrCorrupt, "migrate", err, "the database file is damaged; run `hermes-state doctor`")
 		}
-		return errs.Wrap(errs.ErrUnsupported, "migrate", err, "")
+		msg := "" // the cause's own text, as before, when it is not one of a place
+		if c := errtext.Cause(err, ""); c != "" {
+			msg = "migrating the file to v30 failed: " + c
+		}
+		return errs.Wrap(errs.ErrUnsupported, "migrate", err, msg)
 	}
 	return nil
 }

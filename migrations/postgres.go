@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/errtext"
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
@@ -74,7 +75,7 @@ func RunPostgres(ctx context.Context, db *gorm.DB, schema string) error {
 		if pgsql.IsBusy(err) {
 			return errs.Wrap(errs.ErrBusy, "migrate", err, fmt.Sprintf("another host held the migration lock of schema %s for %s (%d attempts)", schema, res.Waited.Round(time.Millisecond), res.Attempts))
 		}
-		return errs.Wrap(errs.ErrUnsupported, "migrate", err, "migrating PostgreSQL schema "+schema+" failed")
+		return errs.Wrap(errs.ErrUnsupported, "migrate", err, errtext.Join("migrating PostgreSQL schema "+schema+" failed", errtext.Cause(err, "")))
 	}
 	return nil
 }
@@ -84,7 +85,7 @@ func RunPostgres(ctx context.Context, db *gorm.DB, schema string) error {
 func runPostgres(ctx context.Context, db *gorm.DB) error {
 	var schema string
 	if err := db.WithContext(ctx).Raw("SELECT current_schema()").Scan(&schema).Error; err != nil {
-		return errs.Wrap(errs.ErrStorage, "migrate", err, "")
+		return errtext.Storage("migrate", err, "cannot read the current schema", "")
 	}
 	if schema == "" {
 		return errs.Errorf(errs.ErrInvalid, "migrate", "no schema of the search_path exists; configure one")

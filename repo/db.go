@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/errtext"
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
@@ -48,6 +49,10 @@ type DB struct {
 	// SQLite (sqlitex.FileLock: the writers of this library queue for it
 	// in the kernel instead of polling SQLite's lock).
 	WriteLock *sqlitex.FileLock
+	// Path is the SQLite file ("" on PostgreSQL): a storage failure's
+	// message names the cause with what its place says (errtext.Cause:
+	// "read-only file system", "disk full").
+	Path string
 	// SchemaHint, when not empty, replaces the message of a read that
 	// failed because a table or column is missing (a read-only store on a
 	// file that was not upgraded yet): it says which command upgrades it.
@@ -157,7 +162,7 @@ func (d *DB) Write(ctx context.Context, kind sqlitex.Kind, op string, fn func(tx
 			e := err
 			d.corrupt.Store(&e)
 		}
-		return mapErr(op, err)
+		return mapErrAt(op, err, d.Path)
 	}
 	if res.Attempts > 1 {
 		d.logger().Debug("hermesstate: write retried", "op", op, "attempts", res.Attempts, "waited", res.Waited)
@@ -286,7 +291,7 @@ func (d *DB) mapReadErr(op string, err error) error {
 	if d.SchemaHint != "" && isSchemaErr(err) {
 		return errs.Wrap(errs.ErrUnsupported, op, err, d.SchemaHint)
 	}
-	return mapErr(op, err)
+	return mapErrAt(op, err, d.Path)
 }
 
 // isSchemaErr reports whether err is SQLite's "no such table/column"
@@ -301,8 +306,13 @@ func isSchemaErr(err error) bool {
 }
 
 // mapErr turns any error into a *errs.Error without leaking SQL text into
-// the message (the cause stays reachable through errors.As/Unwrap).
-func mapErr(op string, err error) error {
+// the message (the cause stays reachable through errors.As/Unwrap); a
+// storage failure's message names its cause (errtext.Cause).
+func mapErr(op string, err error) error { return mapErrAt(op, err, "") }
+
+// mapErrAt is mapErr for the SQLite file path, whose place makes the
+// cause of a storage failure precise ("read-only file system").
+func mapErrAt(op string, err error, path string) error {
 	if err == nil {
 		return nil
 	}
@@ -323,12 +333,10 @@ func mapErr(op string, err error) error {
 		return errs.Wrap(errs.ErrBusy, op, err, "a lock was not granted in time")
 	case pgsql.IsInvalidText(err):
 		return errs.Wrap(errs.ErrInvalid, op, err, "the server refused a text value")
-	case pgsql.IsConnection(err):
-		return errs.Wrap(errs.ErrStorage, op, err, "cannot reach the PostgreSQL server")
 	case isConstraint(err):
 		return errs.Wrap(errs.ErrConflict, op, err, "the write conflicts with existing data")
 	}
-	return errs.Wrap(errs.ErrStorage, op, err, "storage failure")
+	return errtext.Storage(op, err, "", path)
 }
 
 func isConstraint(err error) bool {

@@ -28,6 +28,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/errtext"
 	"github.com/hermesstate/hermesstate/internal/schemaref"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
@@ -271,7 +272,7 @@ func openRead(ctx context.Context, path string) (*sql.DB, error) {
 	}
 	db, err := open(false)
 	if err != nil {
-		return nil, errs.Wrap(errs.ErrStorage, "doctor", err, "cannot open "+path)
+		return nil, errtext.Storage("doctor", err, "cannot open "+path, path)
 	}
 	var n int64
 	err = db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n)
@@ -290,7 +291,7 @@ func openRead(ctx context.Context, path string) (*sql.DB, error) {
 	_ = db.Close()
 	db, err = open(true)
 	if err != nil {
-		return nil, errs.Wrap(errs.ErrStorage, "doctor", err, "cannot open "+path)
+		return nil, errtext.Storage("doctor", err, "cannot open "+path, path)
 	}
 	return db, nil
 }

@@ -18,6 +18,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/errtext"
 	hfts "github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/internal/schemaref"
@@ -204,7 +205,7 @@ func openSource(from, tmp string, rep *RecoverReport) (*sql.DB, error) {
 	const op = "recover"
 	f, err := os.Open(from)
 	if err != nil {
-		return nil, errs.Wrap(errs.ErrStorage, op, err, "cannot read "+from)
+		return nil, errtext.Storage(op, err, "cannot read "+from, from)
 	}
 	b := make([]byte, 100)
 	n, _ := io.ReadFull(f, b)
@@ -218,7 +219,7 @@ func openSource(from, tmp string, rep *RecoverReport) (*sql.DB, error) {
 		// connection is read-only: nothing is written.
 		db, err := sql.Open("sqlite", u.String()+"?mode=ro&immutable=1&_pragma=writable_schema(1)")
 		if err != nil {
-			return nil, errs.Wrap(errs.ErrStorage, op, err, "cannot open "+from)
+			return nil, errtext.Storage(op, err, "cannot open "+from, from)
 		}
 		db.SetMaxOpenConns(1)
 		return db, nil
@@ -227,11 +228,11 @@ func openSource(from, tmp string, rep *RecoverReport) (*sql.DB, error) {
 	// or with a rebuilt header.
 	cp := filepath.Join(tmp, "source.db")
 	if err := copyFile(from, cp); err != nil {
-		return nil, errs.Wrap(errs.ErrStorage, op, err, "cannot copy "+from)
+		return nil, errtext.Storage(op, err, "cannot copy "+from, from)
 	}
 	if hdrOK {
 		if err := copyFile(from+"-wal", cp+"-wal"); err != nil {
-			return nil, errs.Wrap(errs.ErrStorage, op, err, "cannot copy "+from+"-wal")
+			return nil, errtext.Storage(op, err, "cannot copy "+from+"-wal", from)
 		}
 		rep.UsedWAL = true
 	} else {
@@ -242,7 +243,7 @@ func openSource(from, tmp string, rep *RecoverReport) (*sql.DB, error) {
 	}
 	db, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: cp, BusyTimeout: time.Second, QueryOnly: true}.DSN()+"&_pragma=writable_schema(1)")
 	if err != nil {
-		return nil, errs.Wrap(errs.ErrStorage, op, err, "cannot open the copy of "+from)
+		return nil, errtext.Storage(op, err, "cannot open the copy of "+from, "")
 	}
 	db.SetMaxOpenConns(1)
 	return db, nil
@@ -367,16 +368,16 @@ func openRecoverTarget(ctx context.Context, to, mode string) (*sql.DB, error) {
 	const op = "recover"
 	dst, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: to, BusyTimeout: 5 * time.Second, Immediate: true}.DSN())
 	if err != nil {
-		return nil, errs.Wrap(errs.ErrStorage, op, err, "cannot create "+to)
+		return nil, errtext.Storage(op, err, "cannot create "+to, to)
 	}
 	dst.SetMaxOpenConns(1)
 	if _, err := dst.ExecContext(ctx, "PRAGMA journal_mode="+strings.ToUpper(mode)); err != nil {
 		dst.Close()
-		return nil, errs.Wrap(errs.ErrStorage, op, err, "cannot create "+to)
+		return nil, errtext.Storage(op, err, "cannot create "+to, to)
 	}
 	if err := os.Chmod(to, 0o600); err != nil {
 		dst.Close()
-		return nil, errs.Wrap(errs.ErrStorage, op, err, "cannot create "+to)
+		return nil, errtext.Storage(op, err, "cannot create "+to, to)
 	}
 	return dst, nil
 }
@@ -481,7 +482,7 @@ func adoptRecovered(ctx context.Context, dst *sql.DB) error {
 	}
 	gc := g.WithContext(ctx)
 	if err := gc.Transaction(func(tx *gorm.DB) error { return hfts.ResetCJKIndex(tx) }); err != nil {
-		return errs.Wrap(errs.ErrStorage, op, err, "cannot rebuild the CJK index")
+		return errtext.Storage(op, err, "cannot rebuild the CJK index", "")
 	}
 	for {
 		var n int
@@ -490,7 +491,7 @@ func adoptRecovered(ctx context.Context, dst *sql.DB) error {
 			n, err = hfts.IndexPending(tx, 5000)
 			return err
 		}); err != nil {
-			return errs.Wrap(errs.ErrStorage, op, err, "cannot rebuild the CJK index")
+			return errtext.Storage(op, err, "cannot rebuild the CJK index", "")
 		}
 		if n == 0 {
 			return nil

@@ -12,6 +12,7 @@ import (
 	hfts "github.com/hermesstate/hermesstate/internal/ftsql"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/errtext"
 	"github.com/hermesstate/hermesstate/internal/schemaref"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
@@ -89,13 +90,13 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 	}
 	db, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: opts.Path, BusyTimeout: 5 * time.Second, Immediate: true}.DSN())
 	if err != nil {
-		return rep, errs.Wrap(errs.ErrStorage, "repair", err, "cannot open "+opts.Path)
+		return rep, errtext.Storage("repair", err, "cannot open "+opts.Path, opts.Path)
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	g, err := gormOn(db)
 	if err != nil {
-		return rep, errs.Wrap(errs.ErrStorage, "repair", err, "cannot open "+opts.Path)
+		return rep, errtext.Storage("repair", err, "cannot open "+opts.Path, opts.Path)
 	}
 	rp := &repairer{ctx: ctx, db: db, g: g.WithContext(ctx), opts: opts, st: before.state, rep: rep}
 	if err := rp.run(); err != nil {
@@ -158,7 +159,7 @@ func (rp *repairer) mapErr(op string, res sqlitex.RetryResult, err error) error 
 		case sqlitex.IsCorrupt(err):
 			return errs.Wrap(errs.ErrCorrupt, "repair", err, op+": the file is damaged; run `hermes-state recover`")
 		}
-		return errs.Wrap(errs.ErrStorage, "repair", err, op+" failed")
+		return errtext.Storage("repair", err, op+" failed", rp.opts.Path)
 	}
 	return nil
 }
