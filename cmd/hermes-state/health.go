@@ -31,7 +31,9 @@ SQLite version (WAL-reset bug), journal mode configured and in effect, quick_che
 the schema against the v30 one (columns, indexes, triggers, FTS layout), counters
 against rows, free pages, WAL size, schema version and pending migrations.
 Each finding has a severity and the command that fixes it. The exit status is
-non-zero when anything is wrong.`,
+non-zero when anything is wrong. A file that cannot be opened or read where it
+lies (a full disk, a read-only mount, no permission) is reported as such
+("place"), with what to do, never as damage.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.checkFlags(); err != nil {
@@ -83,6 +85,11 @@ func printDoctor(a *app, r *hs.DoctorReport) {
 			fmt.Fprintf(w, "        fix: %s\n", f.Fix)
 		}
 	}
+	for _, f := range r.Findings {
+		if f.Severity == hs.SeverityInfo && f.Check == "place" {
+			fmt.Fprintf(w, "NOTE    %s: %s\n", f.Check, f.Message)
+		}
+	}
 	if len(probs) == 0 {
 		fmt.Fprintf(w, "nothing wrong (checked in %s)\n", r.Elapsed)
 	} else {
@@ -107,7 +114,10 @@ damaged FTS tables, REINDEXes indexes that disagree with their table, restores
 broken references (a placeholder session, or a cleared dangling parent), recomputes
 counters and optimises the FTS indexes, in bounded steps that each commit: an
 interrupted repair is finished by the next one, and a second run changes nothing.
-It refuses (exit 6) a file with page-level damage: use recover.`,
+It refuses (exit 6) a file with page-level damage: use recover. A healthy file that
+cannot be opened or written where it lies (a read-only mount, a full disk, no
+permission) is not damage: repair says why and what to do, changes nothing and
+exits 1 (with nothing to fix there, "nothing to repair").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := a.checkFlags(); err != nil {

@@ -71,6 +71,10 @@ const (
 	CheckSpace      = "space"
 	CheckMigrations = "migrations"
 	CheckRepair     = "repair"
+	// CheckPlace: where the file lies keeps it from being opened or
+	// written (a full disk, a read-only mount, no permission), which is
+	// not damage of the file.
+	CheckPlace = "place"
 )
 
 // Fix commands named by findings.
@@ -184,7 +188,11 @@ func (r *Report) add(check string, sev Severity, object, fix, format string, arg
 
 // state is what the checks learnt, for repair.
 type state struct {
-	unreadable   bool // page-level damage or an unreadable file: repair refuses
+	unreadable bool // page-level damage or an unreadable file: repair refuses
+	// place says why the file cannot be opened or read where it lies (a
+	// full disk, a read-only mount: not damage); repair refuses with
+	// ErrStorage, not ErrCorrupt.
+	place        string
 	badIndexes   map[string]bool
 	badFTS       map[string]string // table -> reason
 	missingTrig  []triggerDef
@@ -249,6 +257,7 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 	c := &checker{ctx: ctx, db: db, r: r, opts: opts}
 	defer c.closeWriter()
 	c.run()
+	noteUnwritablePlace(r, opts.Path)
 	sort.SliceStable(r.Findings, func(i, j int) bool { return r.Findings[i].Severity.rank() > r.Findings[j].Severity.rank() })
 	return r, ctx.Err()
 }
@@ -373,8 +382,61 @@ func describeErr(err error) string {
 }
 
 func (c *checker) fatal(what string, err error) {
+	if c.placeFailed(what, err) {
+		return
+	}
 	c.r.state.unreadable = true
 	c.r.add(CheckIntegrity, Error, "", FixRecover, "%s failed: %s", what, describeErr(err))
+}
+
+// readFailed reports a read of check that failed: a failure of the place
+// (placeFailed), else damage ("WHAT: cause", fix recover).
+func (c *checker) readFailed(check, object, what string, err error) {
+	if c.placeFailed(what, err) {
+		return
+	}
+	c.r.add(check, Error, object, FixRecover, "%s: %s", what, describeErr(err))
+}
+
+// placeFailed reports a failure of what that comes from where the file
+// lies (sqlitex.PlaceFailure: a full disk, a read-only mount, no
+// permission), not from damage: one CheckPlace error with the reason and
+// what to do, instead of damage and `recover`. It returns false for any
+// other error.
+func (c *checker) placeFailed(what string, err error) bool {
+	why, ok := sqlitex.PlaceFailure(err, c.opts.Path)
+	if !ok {
+		return false
+	}
+	if c.r.state.place == "" {
+		c.r.state.place = why
+		c.r.add(CheckPlace, Error, "", placeFix(why), "%s failed because of where the file lies, not damage to it: %s", what, why)
+	}
+	return true
+}
+
+// placeFix is what to do about a place that keeps the file from being
+// opened or written (the reason why, from sqlitex.PlaceFailure).
+func placeFix(why string) string {
+	switch {
+	case strings.Contains(why, "disk full"):
+		return "free space on the disk that holds the file (or copy the file with its -wal and -journal to a disk with room), then run `hermes-state doctor` again"
+	case strings.Contains(why, "out of memory"):
+		return "free memory, then run `hermes-state doctor` again"
+	}
+	return "run doctor where the file can be written: remount read-write, fix the permissions of the file and its directory, or copy the file with its -wal and -journal to a writable place"
+}
+
+// noteUnwritablePlace adds an Info finding when the file, readable and
+// checked, cannot be written where it lies: reads work, and writes,
+// migrate and repair need a writable place.
+func noteUnwritablePlace(r *Report, path string) {
+	if r.state.place != "" || r.state.unreadable {
+		return
+	}
+	if why := sqlitex.Place(path); why != "" {
+		r.add(CheckPlace, Info, "", "", "the file cannot be written here (%s): reads work; writes, migrate and repair need a place where it can be written", why)
+	}
 }
 
 func (c *checker) run() {
@@ -620,7 +682,7 @@ func (c *checker) schemaShape() {
 			}
 			have, err := tableInfo(c.ctx, c.db, st.Name)
 			if err != nil {
-				c.r.add(CheckSchema, Error, st.Name, FixRecover, "cannot read the columns of %s: %s", st.Name, describeErr(err))
+				c.readFailed(CheckSchema, st.Name, "cannot read the columns of "+st.Name, err)
 				continue
 			}
 			present := map[string]bool{}
@@ -671,7 +733,7 @@ func (c *checker) schemaShape() {
 func (c *checker) foreignKeys() {
 	rows, err := c.db.QueryContext(c.ctx, "PRAGMA foreign_key_check")
 	if err != nil {
-		c.r.add(CheckForeignKey, Error, "", FixRecover, "foreign_key_check failed: %s", describeErr(err))
+		c.readFailed(CheckForeignKey, "", "foreign_key_check failed", err)
 		return
 	}
 	type key struct{ table, parent string }
@@ -693,7 +755,7 @@ func (c *checker) foreignKeys() {
 	err = rows.Err()
 	rows.Close()
 	if err != nil {
-		c.r.add(CheckForeignKey, Error, "", FixRecover, "foreign_key_check failed: %s", describeErr(err))
+		c.readFailed(CheckForeignKey, "", "foreign_key_check failed", err)
 	}
 	for _, k := range order {
 		col := fkColumn(k.table, k.parent)
@@ -738,7 +800,7 @@ func (c *checker) counters() {
 	_ = c.db.QueryRowContext(c.ctx, "SELECT count(*) FROM messages").Scan(&c.r.Messages)
 	rows, err := c.db.QueryContext(c.ctx, counterSQL)
 	if err != nil {
-		c.r.add(CheckCounters, Error, "", FixRecover, "counting messages failed: %s", describeErr(err))
+		c.readFailed(CheckCounters, "", "counting messages failed", err)
 		return
 	}
 	defer rows.Close()
@@ -756,7 +818,7 @@ func (c *checker) counters() {
 		n++
 	}
 	if err := rows.Err(); err != nil {
-		c.r.add(CheckCounters, Error, "", FixRecover, "counting messages failed: %s", describeErr(err))
+		c.readFailed(CheckCounters, "", "counting messages failed", err)
 		return
 	}
 	c.r.state.counterRows = n
@@ -804,7 +866,7 @@ func (c *checker) versions() {
 	g = g.WithContext(c.ctx)
 	v, err := migrations.FileVersion(g)
 	if err != nil {
-		c.r.add(CheckMigrations, Error, "schema_version", FixRecover, "cannot read schema_version: %s", describeErr(err))
+		c.readFailed(CheckMigrations, "schema_version", "cannot read schema_version", err)
 		return
 	}
 	c.r.SchemaVersion = v
@@ -814,7 +876,7 @@ func (c *checker) versions() {
 	}
 	pending, err := migrations.Pending(c.ctx, g)
 	if err != nil {
-		c.r.add(CheckMigrations, Error, migrations.TableName, FixRecover, "cannot read the applied migrations: %s", describeErr(err))
+		c.readFailed(CheckMigrations, migrations.TableName, "cannot read the applied migrations", err)
 		return
 	}
 	if pending != nil {

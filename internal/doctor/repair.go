@@ -64,7 +64,10 @@ type RepairReport struct {
 // changes nothing; an interrupted run is finished by the next one.
 //
 // It returns an error wrapping errs.ErrCorrupt (and changes nothing) when
-// the file has page-level damage: run Recover. Other failures wrap
+// the file has page-level damage: run Recover; errs.ErrStorage (and
+// changes nothing) when the file cannot be opened or written where it lies
+// (a full disk, a read-only mount: doctor's CheckPlace), except that a
+// file with nothing to fix is left alone without error. Other failures wrap
 // errs.ErrStorage or errs.ErrBusy; the report then lists the steps that
 // committed.
 func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
@@ -85,8 +88,22 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 		return rep, errs.Errorf(errs.ErrUnsupported, "repair", "%s has Hermes schema version %d, newer than %d, the newest this hermes-state knows: it is never repaired by this build (nothing was changed); upgrade hermes-state",
 			opts.Path, before.SchemaVersion, migrations.HermesSchemaVersion)
 	}
+	if why := before.state.place; why != "" {
+		return rep, errs.Errorf(errs.ErrStorage, "repair", "%s cannot be repaired here: %s; that is where the file lies, not damage to it, and nothing was changed (%s)",
+			opts.Path, why, placeFix(why))
+	}
 	if before.state.unreadable {
 		return rep, errs.Errorf(errs.ErrCorrupt, "repair", "%s has page-level damage that repair must not write over; salvage it with `hermes-state recover --from %s --to NEW`", opts.Path, opts.Path)
+	}
+	if why := sqlitex.Place(opts.Path); why != "" {
+		// Nothing can be written here: nothing to fix is "nothing to
+		// repair" (the optional FTS optimisation is left out); fixes wait
+		// for a writable place.
+		if !needsRepair(before) {
+			return rep, nil
+		}
+		return rep, errs.Errorf(errs.ErrStorage, "repair", "%s cannot be written here (%s), and nothing was changed: run repair where the file can be written (%s)",
+			opts.Path, why, placeFix(why))
 	}
 	db, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: opts.Path, BusyTimeout: 5 * time.Second, Immediate: true}.DSN())
 	if err != nil {
@@ -111,6 +128,16 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 		rep.After = after
 	}
 	return rep, nil
+}
+
+// needsRepair reports whether the report holds a problem that repair fixes.
+func needsRepair(r *Report) bool {
+	for _, f := range r.Findings {
+		if f.Severity != Info && f.Fix == FixRepair {
+			return true
+		}
+	}
+	return false
 }
 
 type repairer struct {

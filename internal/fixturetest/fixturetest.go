@@ -6,6 +6,7 @@
 package fixturetest
 
 import (
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -277,4 +278,38 @@ func SmallDisk(t testing.TB, size int64) string {
 	}
 	t.Cleanup(func() { unmount(dir) })
 	return dir
+}
+
+// HotJournalCopy copies the rollback-journal SQLite file src into dir in
+// the middle of a write transaction, as a process killed mid-write leaves
+// it: pages already changed in the file and a hot -journal beside it that
+// the next opener must roll back (which needs write access). The
+// transaction on src is then rolled back; src stays as it was. It returns
+// the copy's path.
+func HotJournalCopy(t testing.TB, src, dir string) string {
+	t.Helper()
+	ctx := context.Background()
+	db := Raw(t, src)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, q := range []string{"PRAGMA cache_size=1", "BEGIN IMMEDIATE", "CREATE TABLE hot_journal_junk(x)",
+		"INSERT INTO hot_journal_junk SELECT randomblob(2000) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 1000) SELECT i FROM n)",
+		"UPDATE sessions SET model = 'half-written'"} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if st, err := os.Stat(src + "-journal"); err != nil || st.Size() == 0 {
+		t.Fatalf("no hot journal beside %s (is it in rollback-journal mode?): %v", src, err)
+	}
+	dst := filepath.Join(dir, filepath.Base(src))
+	CopyFile(t, src, dst)
+	CopyFile(t, src+"-journal", dst+"-journal")
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }

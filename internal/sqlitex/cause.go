@@ -154,3 +154,25 @@ func Place(path string) string {
 	}
 	return ""
 }
+
+// PlaceFailure reports whether err, met while opening or reading the
+// SQLite file path, is a failure of where the file lies rather than damage
+// to it (a full disk, a read-only file system, no permission, a -shm that
+// cannot be made or grown, no memory), and says why (Explain). A disk I/O
+// error counts only when it is about the -shm or the place shows a cause.
+func PlaceFailure(err error, path string) (string, bool) {
+	c, ok := Code(err)
+	if !ok {
+		return "", false
+	}
+	switch c & 0xff {
+	case codeFull, codeReadOnly, codeCantOpen, codePerm, codeNoMem:
+	case codeIOErr:
+		if c != 4618 && c != 4874 && c != 5386 && Place(path) == "" {
+			return "", false
+		}
+	default:
+		return "", false
+	}
+	return Explain(err, path), true
+}
