@@ -154,7 +154,7 @@ func printRepair(a *app, rep *hs.RepairReport) {
 	if rep.DryRun {
 		verb = "planned"
 	}
-	if len(rep.Actions) == 0 {
+	if len(rep.Actions) == 0 && len(rep.Unfixable) == 0 {
 		fmt.Fprintln(a.out, "nothing to repair")
 	}
 	for _, act := range rep.Actions {

@@ -37,6 +37,7 @@ func TestCLIDoctorRepairPlace(t *testing.T) {
 	require.Contains(t, stderr, "cannot be repaired here")
 	require.Contains(t, stderr, "read-only file system")
 	require.NotContains(t, stderr, "page-level damage")
+	require.NotContains(t, out, "nothing to repair", "a refusal is not 'nothing to repair'")
 	require.Equal(t, sum, fixturetest.SHA256(t, db))
 }
 
