@@ -70,6 +70,7 @@ func List() []Migration {
 		{ID: "0102_hermesstate_session_activity", Hermes: "ours", Apply: repo.EnsureSessionActivity, SQLiteOnly: true},
 		{ID: "0103_hermesstate_cjk_postings", Hermes: "ours", Apply: ftsql.EnsureCJKIndex, SQLiteOnly: true},
 		{ID: "0104_hermesstate_pg_cjk_grams", Hermes: "ours", Apply: nothing, Postgres: postgresCJKGrams},
+		{ID: "0105_hermesstate_pg_cjk_grams_inline", Hermes: "ours", Apply: nothing, Postgres: postgresCJKGramsInline},
 	}
 }
 
