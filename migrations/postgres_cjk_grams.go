@@ -1,6 +1,10 @@
 package migrations
 
-import "gorm.io/gorm"
+import (
+	"gorm.io/gorm"
+
+	"github.com/hermesstate/hermesstate/internal/pgsql"
+)
 
 // pgCJKClass is fts.IsCJK as a PostgreSQL regular expression bracket.
 const pgCJKClass = `[\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df\u3000-\u303f\u3040-\u309f\u30a0-\u30ff\uac00-\ud7af]`
@@ -44,8 +48,16 @@ func postgresCJKGrams(tx *gorm.DB) error {
 // hs_cjk_grams_of (0104's set query, not inlinable: each call was a query
 // of its own, planned per statement). Same value for every row; the index
 // of 0104 stays valid. A single append on a 200k-message store cost 0.3 ms
-// more with 0104, 0.08 ms more now. On SQLite the step does nothing.
+// more with 0104, 0.08 ms more now. The call of hs_cjk_grams_of names
+// the store's schema: an inlined body is resolved with the search_path of
+// the statement that plans it (any statement on messages, whose index
+// expressions the planner expands), which need not hold the store's
+// schema. On SQLite the step does nothing.
 func postgresCJKGramsInline(tx *gorm.DB) error {
+	var schema string
+	if err := tx.Raw("SELECT current_schema()").Scan(&schema).Error; err != nil {
+		return err
+	}
 	for _, q := range []string{
 		`CREATE OR REPLACE FUNCTION hs_cjk_grams_of(t text) RETURNS text[]
 		LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$
@@ -59,7 +71,7 @@ func postgresCJKGramsInline(tx *gorm.DB) error {
 		`CREATE OR REPLACE FUNCTION hs_cjk_grams(content text, tool_name text, tool_calls text) RETURNS text[]
 		LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$
 			SELECT CASE WHEN content ~ '` + pgCJKClass + `' OR tool_name ~ '` + pgCJKClass + `' OR tool_calls ~ '` + pgCJKClass + `'
-				THEN hs_cjk_grams_of(COALESCE(content, '') || ' ' || COALESCE(tool_name, '') || ' ' || COALESCE(tool_calls, ''))
+				THEN ` + pgsql.QuoteIdent(schema) + `.hs_cjk_grams_of(COALESCE(content, '') || ' ' || COALESCE(tool_name, '') || ' ' || COALESCE(tool_calls, ''))
 				ELSE '{}'::text[] END
 		$f$`,
 	} {

@@ -1,6 +1,7 @@
 package repo_test
 
 import (
+	"database/sql"
 	"fmt"
 	"sort"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
+	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/pgtest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
@@ -293,6 +295,15 @@ func TestPostgresCJKGramsInlined(t *testing.T) {
 	require.NoError(t, rows.Err())
 	rows.Close()
 	require.Contains(t, strings.Join(plan, "\n"), "CASE WHEN")
+	// A statement whose search_path does not hold the store's schema
+	// expands the index expression too (the body's call names the schema;
+	// unqualified, it failed: function hs_cjk_grams_of does not exist).
+	other, err := sql.Open("pgx", pgtest.DSN(t))
+	require.NoError(t, err)
+	defer other.Close()
+	var n int
+	require.NoError(t, other.QueryRow(`SELECT count(*) FROM `+pgsql.QuoteIdent(st.Schema())+`.messages m WHERE `+pgsql.QuoteIdent(st.Schema())+`.hs_cjk_grams(m.content, m.tool_name, m.tool_calls) @> '{桂}'`).Scan(&n))
+	require.Zero(t, n)
 	for _, c := range []struct {
 		content, toolName, toolCalls any
 		want                         string
