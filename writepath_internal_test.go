@@ -342,7 +342,7 @@ func TestCJKIndexingDeferredInBatches(t *testing.T) {
 		return n
 	}
 	cjk := 0
-	for i := 0; i < 150; i++ {
+	for i := 0; i < 2*repo.CJKDeferBatch+22; i++ {
 		text := fmt.Sprintf("plain message %d", i)
 		if i%3 == 0 {
 			text = fmt.Sprintf("桂林山水 %d", i)
@@ -351,7 +351,7 @@ func TestCJKIndexingDeferredInBatches(t *testing.T) {
 		_, err := s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text(text)})
 		require.NoError(t, err)
 		require.Less(t, pending(), int64(repo.CJKDeferBatch), "a batch is flushed once collected")
-		if i == 70 {
+		if i == repo.CJKDeferBatch+6 {
 			require.Positive(t, postings(), "the first batch indexed its CJK rows")
 		}
 	}
