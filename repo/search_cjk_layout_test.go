@@ -13,6 +13,7 @@ import (
 
 	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
@@ -23,17 +24,8 @@ import (
 // Hermes' LIKE scan finds.
 func likeIDs(t *testing.T, db *sql.DB, tok string) []int64 {
 	t.Helper()
-	rows, err := db.Query(`SELECT id FROM messages WHERE (content LIKE ?1 OR tool_name LIKE ?1 OR tool_calls LIKE ?1)
+	return storetest.IDs(t, db, `SELECT id FROM messages WHERE (content LIKE ?1 OR tool_name LIKE ?1 OR tool_calls LIKE ?1)
 		AND (active = 1 OR compacted = 1) ORDER BY timestamp DESC, id`, "%"+tok+"%")
-	require.NoError(t, err)
-	defer rows.Close()
-	out := []int64{}
-	for rows.Next() {
-		var id int64
-		require.NoError(t, rows.Scan(&id))
-		out = append(out, id)
-	}
-	return out
 }
 
 // postingIDs decodes every chunk of term.

@@ -87,19 +87,9 @@ func TestSearchFixturesOnPostgres(t *testing.T) {
 // filters (active or compacted, not hidden).
 func pgRankOrderIDs(t *testing.T, st *hs.Store, tsq string, limit, offset int) []int64 {
 	t.Helper()
-	rows, err := storetest.SQL(t, st).Query(`SELECT m.id FROM hs_messages_fts fx JOIN messages m ON m.id = fx.id
+	return storetest.IDs(t, storetest.SQL(t, st), `SELECT m.id FROM hs_messages_fts fx JOIN messages m ON m.id = fx.id
 		WHERE fx.doc @@ to_tsquery('simple', $1) AND (m.active = 1 OR m.compacted = 1) AND COALESCE(m.display_kind, '') <> 'hidden'
 		ORDER BY ts_rank(fx.doc, to_tsquery('simple', $1)) DESC, m.timestamp DESC, m.id DESC LIMIT $2 OFFSET $3`, tsq, limit, offset)
-	require.NoError(t, err)
-	defer rows.Close()
-	out := []int64{}
-	for rows.Next() {
-		var id int64
-		require.NoError(t, rows.Scan(&id))
-		out = append(out, id)
-	}
-	require.NoError(t, rows.Err())
-	return out
 }
 
 // TestPostgresRankPageFromCandidates: the rank-ordered word search ranks
@@ -189,18 +179,8 @@ func pgScanIDs(t *testing.T, st *hs.Store, toks []string) []int64 {
 		preds = append(preds, "(m.content ILIKE $"+strconv.Itoa(n)+" OR m.tool_name ILIKE $"+strconv.Itoa(n)+" OR m.tool_calls ILIKE $"+strconv.Itoa(n)+")")
 		args = append(args, "%"+tok+"%")
 	}
-	rows, err := storetest.SQL(t, st).Query(`SELECT m.id FROM messages m WHERE (`+strings.Join(preds, " OR ")+`)
+	return storetest.IDs(t, storetest.SQL(t, st), `SELECT m.id FROM messages m WHERE (`+strings.Join(preds, " OR ")+`)
 		AND (m.active = 1 OR m.compacted = 1) AND COALESCE(m.display_kind, '') <> 'hidden' ORDER BY m.timestamp DESC, m.id`, args...)
-	require.NoError(t, err)
-	defer rows.Close()
-	out := []int64{}
-	for rows.Next() {
-		var id int64
-		require.NoError(t, rows.Scan(&id))
-		out = append(out, id)
-	}
-	require.NoError(t, rows.Err())
-	return out
 }
 
 // TestPostgresShortCJKFromIndex: 1-2 character CJK queries on PostgreSQL

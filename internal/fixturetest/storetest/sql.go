@@ -86,3 +86,20 @@ func FixtureStore(t testing.TB, f *fixturetest.Fixture) *hs.Store {
 	st, _ := Fixture(t, f)
 	return st
 }
+
+// IDs runs q (one integer column) on db and returns its values in row
+// order (an empty, non-nil slice when there are none).
+func IDs(t testing.TB, db *sql.DB, q string, args ...any) []int64 {
+	t.Helper()
+	rows, err := db.Query(q, args...)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := []int64{}
+	for rows.Next() {
+		var id int64
+		require.NoError(t, rows.Scan(&id))
+		out = append(out, id)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
