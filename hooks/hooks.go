@@ -79,6 +79,15 @@ func NormalizeMessage(m *models.Message, now models.Epoch) {
 	m.Active = 1
 }
 
+// CountedToolCalls is what m adds to its session's tool_call_count: the
+// calls in its tool_calls (models.ToolCallCount), none for a tool result.
+func CountedToolCalls(m *models.Message) int64 {
+	if m.Role == "tool" {
+		return 0
+	}
+	return models.ToolCallCount(m.ToolCalls)
+}
+
 type delta struct{ messages, toolCalls int64 }
 
 // bumpCounters adds the inserted messages to their sessions' counters. A
@@ -98,9 +107,7 @@ func bumpCounters(db *gorm.DB) {
 			order = append(order, m.SessionID)
 		}
 		d.messages++
-		if m.Role != "tool" {
-			d.toolCalls += models.ToolCallCount(m.ToolCalls)
-		}
+		d.toolCalls += CountedToolCalls(m)
 	})
 	for _, sid := range order {
 		d := per[sid]

@@ -22,7 +22,7 @@ import (
 //     session ended by compression, so no SELECT is needed first (when it
 //     changes no row, checkAppendable says why: ErrNotFound or
 //     ErrConflict);
-//  3. the INSERT, with only the columns the row sets (omitColumns) and
+//  3. the INSERT, with only the columns the row sets (isDefault against the file's defaults) and
 //     RETURNING id;
 //  4. the id goes to the deferred CJK index (deferCJK).
 //
@@ -43,11 +43,7 @@ const appendCountersSQL = `UPDATE sessions SET message_count = COALESCE(message_
 // ErrConflict, with nothing written.
 func (r *messageRepo) appendOne(tx *gorm.DB, op string, m *models.Message) error {
 	hooks.NormalizeMessage(m, models.Now())
-	var calls int64
-	if m.Role != "tool" {
-		calls = models.ToolCallCount(m.ToolCalls)
-	}
-	res := tx.Exec(appendCountersSQL, calls, m.SessionID)
+	res := tx.Exec(appendCountersSQL, hooks.CountedToolCalls(m), m.SessionID)
 	if res.Error != nil {
 		return res.Error
 	}
@@ -78,16 +74,12 @@ func refusal(err error) bool {
 
 // messageInsertSQL returns the INSERT of m with the columns it always sets
 // and the omittable ones whose value is not the file's default (defs, see
-// omitColumns), ending in RETURNING id.
+// isDefault), ending in RETURNING id.
 func messageInsertSQL(defs map[string]colDefault, m *models.Message) (string, []any, error) {
-	omit := map[string]bool{}
-	for _, c := range omitColumns(defs, []*models.Message{m}) {
-		omit[c] = true
-	}
 	cols := []string{"session_id", "role", "content", "timestamp"}
 	args := []any{m.SessionID, m.Role, derefAny(m.Content), float64(m.Timestamp)}
 	for _, c := range omittable {
-		if omit[c] {
+		if d, ok := defs[c]; ok && isDefault(m, c, d) {
 			continue
 		}
 		v, err := messageColumn(m, c)
