@@ -89,10 +89,10 @@ func TestBadInputMessages(t *testing.T) {
 	ctx := context.Background()
 	st := concOpen(t, hs.Config{})
 	ms := st.Messages()
-	sess, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	sess, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 
-	appendBack := func(t *testing.T, m repo.NewMessage) models.Message {
+	appendBack := func(t *testing.T, m repo.MessageInput) models.Message {
 		t.Helper()
 		id, err := ms.Append(ctx, sess.ID, m)
 		require.NoError(t, err)
@@ -114,7 +114,7 @@ func TestBadInputMessages(t *testing.T) {
 
 	t.Run("invalid UTF-8 is refused", func(t *testing.T) {
 		before := count()
-		for field, m := range map[string]repo.NewMessage{
+		for field, m := range map[string]repo.MessageInput{
 			"content":      {Role: "user", Content: models.Text("ok \xff\xfe bytes")},
 			"tool_name":    {Role: "tool", ToolName: "ter\xc3minal", Content: models.Text("x")},
 			"reasoning":    {Role: "assistant", Reasoning: models.Text("\xed\xa0\x80 (a CESU-8 surrogate)")},
@@ -130,29 +130,29 @@ func TestBadInputMessages(t *testing.T) {
 
 	t.Run("NUL bytes are stored faithfully", func(t *testing.T) {
 		for _, c := range []string{"a\x00b", "\x00", "trailing\x00", strings.Repeat("\x00", 100)} {
-			row := appendBack(t, repo.NewMessage{Role: "user", Content: models.Text(c)})
+			row := appendBack(t, repo.MessageInput{Role: "user", Content: models.Text(c)})
 			require.NotNil(t, row.Content)
 			require.Equal(t, c, *row.Content)
 		}
-		row := appendBack(t, repo.NewMessage{Role: "tool", ToolName: "nul\x00tool", ToolCallID: "c1", Content: models.Text("r")})
+		row := appendBack(t, repo.MessageInput{Role: "tool", ToolName: "nul\x00tool", ToolCallID: "c1", Content: models.Text("r")})
 		require.Equal(t, "nul\x00tool", *row.ToolName)
 	})
 
 	t.Run("lone surrogate escapes in JSON are refused", func(t *testing.T) {
 		before := count()
 		for _, j := range []string{`[{"x":"\ud800"}]`, `[{"x":"\udfff tail"}]`, `[{"x":"\ud83d"}]`, `[{"x":"\ud83d\u0041"}]`, `[{"\ud800":1}]`} {
-			_, err := ms.Append(ctx, sess.ID, repo.NewMessage{Role: "assistant", ToolCalls: models.JSON(j)})
+			_, err := ms.Append(ctx, sess.ID, repo.MessageInput{Role: "assistant", ToolCalls: models.JSON(j)})
 			requireInvalid(t, err, "surrogate")
 		}
-		_, err := ms.Append(ctx, sess.ID, repo.NewMessage{Role: "assistant", Content: models.Text("x"), DisplayMetadata: models.JSON(`{"k":"\udc00"}`)})
+		_, err := ms.Append(ctx, sess.ID, repo.MessageInput{Role: "assistant", Content: models.Text("x"), DisplayMetadata: models.JSON(`{"k":"\udc00"}`)})
 		requireInvalid(t, err, "display_metadata")
-		_, err = ms.Append(ctx, sess.ID, repo.NewMessage{Role: "assistant", Content: models.Text("x"), ReasoningDetails: models.JSONText(`[{"t":"\ud800"}]`)})
+		_, err = ms.Append(ctx, sess.ID, repo.MessageInput{Role: "assistant", Content: models.Text("x"), ReasoningDetails: models.JSONText(`[{"t":"\ud800"}]`)})
 		requireInvalid(t, err, "reasoning_details")
 		require.Equal(t, before, count())
 
 		// Escaped backslashes are not escapes; pairs are fine.
 		for _, j := range []string{`[{"x":"\\ud800"}]`, `[{"x":"\ud83d\ude00 ok"}]`, `[{"x":"\\\ud83d\ude00"}]`} {
-			row := appendBack(t, repo.NewMessage{Role: "assistant", ToolCalls: models.JSON(j)})
+			row := appendBack(t, repo.MessageInput{Role: "assistant", ToolCalls: models.JSON(j)})
 			var want, got any
 			require.NoError(t, json.Unmarshal([]byte(j), &want))
 			require.NoError(t, json.Unmarshal(row.ToolCalls, &got))
@@ -162,14 +162,14 @@ func TestBadInputMessages(t *testing.T) {
 
 	t.Run("10 MB content", func(t *testing.T) {
 		big := strings.Repeat("0123456789abcdé\n", 10<<20/17)
-		row := appendBack(t, repo.NewMessage{Role: "tool", ToolName: "read_file", ToolCallID: "c9", Content: &big})
+		row := appendBack(t, repo.MessageInput{Role: "tool", ToolName: "read_file", ToolCallID: "c9", Content: &big})
 		require.Equal(t, len(big), len(*row.Content))
 		require.True(t, big == *row.Content)
 	})
 
 	t.Run("oversize content is refused", func(t *testing.T) {
 		huge := strings.Repeat("x", repo.MaxContentBytes+1)
-		_, err := ms.Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: &huge})
+		_, err := ms.Append(ctx, sess.ID, repo.MessageInput{Role: "user", Content: &huge})
 		requireInvalid(t, err, "limit")
 	})
 
@@ -181,7 +181,7 @@ func TestBadInputMessages(t *testing.T) {
 		}
 		before, err := st.Sessions().Get(ctx, sess.ID)
 		require.NoError(t, err)
-		row := appendBack(t, repo.NewMessage{Role: "assistant", ToolCalls: models.MustJSON(calls)})
+		row := appendBack(t, repo.MessageInput{Role: "assistant", ToolCalls: models.MustJSON(calls)})
 		var got []models.ToolCall
 		require.NoError(t, json.Unmarshal(row.ToolCalls, &got))
 		require.Equal(t, calls, got)
@@ -194,12 +194,12 @@ func TestBadInputMessages(t *testing.T) {
 		frags := []string{`'; DROP TABLE messages; --`, `" OR 1=1 --`, `x'); DELETE FROM sessions WHERE ('1'='1`,
 			`%' UNION SELECT * FROM sessions --`, `\'; PRAGMA writable_schema=1; --`, "`id`", `NULL`, `?`, `$1`}
 		for _, f := range frags {
-			row := appendBack(t, repo.NewMessage{Role: "user", Content: models.Text(f), ToolName: f, PlatformMessageID: f})
+			row := appendBack(t, repo.MessageInput{Role: "user", Content: models.Text(f), ToolName: f, PlatformMessageID: f})
 			require.Equal(t, f, *row.Content)
 			require.Equal(t, f, *row.ToolName)
 			require.Equal(t, f, *row.PlatformMessageID)
 			// As a session id and source.
-			s, err := st.Sessions().Create(ctx, repo.NewSession{ID: "sql " + f, Source: f, Model: f, DisplayName: f, Cwd: f})
+			s, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "sql " + f, Source: f, Model: f, DisplayName: f, Cwd: f})
 			require.NoError(t, err)
 			require.Equal(t, "sql "+f, s.ID)
 			got, err := st.Sessions().Get(ctx, "sql "+f)
@@ -222,24 +222,24 @@ func TestBadInputMessages(t *testing.T) {
 
 	t.Run("bad ids and names", func(t *testing.T) {
 		for _, id := range []string{"", "a\x00b", "line\nbreak", strings.Repeat("x", repo.MaxIDBytes+1), "bad\xff"} {
-			_, err := ms.Append(ctx, id, repo.NewMessage{Role: "user", Content: models.Text("x")})
+			_, err := ms.Append(ctx, id, repo.MessageInput{Role: "user", Content: models.Text("x")})
 			requireInvalid(t, err, "session id")
-			_, err = st.Sessions().Create(ctx, repo.NewSession{ID: id, Source: "cli"})
+			_, err = st.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: "cli"})
 			if id == "" {
 				require.NoError(t, err, "an empty id mints one")
 			} else {
 				requireInvalid(t, err, "session id")
 			}
 		}
-		_, err := ms.Append(ctx, sess.ID, repo.NewMessage{Role: "", Content: models.Text("x")})
+		_, err := ms.Append(ctx, sess.ID, repo.MessageInput{Role: "", Content: models.Text("x")})
 		requireInvalid(t, err, "role")
-		_, err = ms.Append(ctx, sess.ID, repo.NewMessage{Role: "user", DisplayMetadata: models.JSON(`[1]`)})
+		_, err = ms.Append(ctx, sess.ID, repo.MessageInput{Role: "user", DisplayMetadata: models.JSON(`[1]`)})
 		requireInvalid(t, err, "display_metadata")
-		_, err = st.Sessions().Create(ctx, repo.NewSession{Source: "cli", ModelConfig: models.JSON(`{"t": "\ud800"}`)})
+		_, err = st.Sessions().Create(ctx, repo.SessionInput{Source: "cli", ModelConfig: models.JSON(`{"t": "\ud800"}`)})
 		requireInvalid(t, err, "model_config")
-		_, err = st.Sessions().Create(ctx, repo.NewSession{Source: "cli", ModelConfig: models.JSON(`{not json`)})
+		_, err = st.Sessions().Create(ctx, repo.SessionInput{Source: "cli", ModelConfig: models.JSON(`{not json`)})
 		requireInvalid(t, err, "model_config")
-		_, err = ms.Append(ctx, "no-such-session", repo.NewMessage{Role: "user", Content: models.Text("x")})
+		_, err = ms.Append(ctx, "no-such-session", repo.MessageInput{Role: "user", Content: models.Text("x")})
 		require.ErrorIs(t, err, hs.ErrNotFound)
 		requireClean(t, err)
 	})
@@ -247,16 +247,16 @@ func TestBadInputMessages(t *testing.T) {
 	t.Run("odd but valid values", func(t *testing.T) {
 		// Not-JSON tool_calls: Hermes parses the string and keeps an empty
 		// list, stored as NULL.
-		row := appendBack(t, repo.NewMessage{Role: "assistant", Content: models.Text("x"), ToolCalls: models.JSON(`not json`)})
+		row := appendBack(t, repo.MessageInput{Role: "assistant", Content: models.Text("x"), ToolCalls: models.JSON(`not json`)})
 		require.True(t, row.ToolCalls.IsNull())
 		// Nonsense timestamps become now.
 		for _, ts := range []float64{-1, 1e300} {
-			row := appendBack(t, repo.NewMessage{Role: "user", Content: models.Text("t"), Timestamp: models.Epoch(ts)})
+			row := appendBack(t, repo.MessageInput{Role: "user", Content: models.Text("t"), Timestamp: models.Epoch(ts)})
 			require.InDelta(t, float64(time.Now().Unix()), float64(row.Timestamp), 60)
 		}
 		// Emoji, RTL, combining marks, BOM.
 		for _, c := range []string{"😀👩‍👩‍👧", "مرحبا", "e\u0301", "\ufeffbom", "\u2028\u2029"} {
-			row := appendBack(t, repo.NewMessage{Role: "user", Content: models.Text(c)})
+			row := appendBack(t, repo.MessageInput{Role: "user", Content: models.Text(c)})
 			require.Equal(t, c, *row.Content)
 		}
 	})
@@ -271,15 +271,15 @@ func TestBadInputNoPartialBatch(t *testing.T) {
 	ctx := context.Background()
 	st := concOpen(t, hs.Config{})
 	ms := st.Messages()
-	sess, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	sess, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 
-	batch := make([]repo.NewMessage, 1200)
+	batch := make([]repo.MessageInput, 1200)
 	for i := range batch {
-		batch[i] = repo.NewMessage{Role: "user", Content: models.Text(fmt.Sprintf("m%d", i)),
+		batch[i] = repo.MessageInput{Role: "user", Content: models.Text(fmt.Sprintf("m%d", i)),
 			ToolCalls: models.MustJSON([]models.ToolCall{{ID: "c", Type: "function"}})}
 	}
-	bad := append([]repo.NewMessage(nil), batch...)
+	bad := append([]repo.MessageInput(nil), batch...)
 	bad[1199].Content = models.Text("\xff")
 	_, err = ms.AppendBatch(ctx, sess.ID, bad)
 	requireInvalid(t, err, "content")
@@ -342,9 +342,9 @@ func FuzzAppend(f *testing.F) {
 	ctx := context.Background()
 
 	f.Fuzz(func(t *testing.T, content, role, toolCalls string, nullContent bool) {
-		sess, err := st.Sessions().Create(ctx, repo.NewSession{Source: "fuzz"})
+		sess, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "fuzz"})
 		require.NoError(t, err)
-		m := repo.NewMessage{Role: role, Content: &content}
+		m := repo.MessageInput{Role: role, Content: &content}
 		if nullContent {
 			m.Content = nil
 		}
@@ -408,7 +408,7 @@ func TestBadInputTitlesAndSearch(t *testing.T) {
 		`col:value`, `a AND OR NOT b`, `*`, `^start`, `(((`, `'); DELETE FROM messages; --`}
 	var ids []string
 	for i, f := range frags {
-		s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+		s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 		require.NoError(t, err)
 		ids = append(ids, s.ID)
 		title := fmt.Sprintf("%s %d", f, i)
@@ -420,7 +420,7 @@ func TestBadInputTitlesAndSearch(t *testing.T) {
 		by, err := st.Titles().ByTitle(ctx, title)
 		require.NoError(t, err)
 		require.Equal(t, s.ID, by.ID)
-		_, err = st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: models.Text("needle " + f)})
+		_, err = st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: models.Text("needle " + f)})
 		require.NoError(t, err)
 	}
 	// A title that is a LIKE pattern matches only itself.

@@ -47,15 +47,15 @@ func pgSeedBench(b testing.TB, st *hs.Store, sessions, perSession int) {
 	base := 1767225600.0
 	for s := 0; s < sessions; s++ {
 		id := fmt.Sprintf("bench_%05d", s)
-		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: id, Source: []string{"cli", "telegram", "discord"}[s%3], StartedAt: models.Epoch(base + float64(s)*60)})
+		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: []string{"cli", "telegram", "discord"}[s%3], StartedAt: models.Epoch(base + float64(s)*60)})
 		require.NoError(b, err)
-		batch := make([]repo.NewMessage, perSession)
+		batch := make([]repo.MessageInput, perSession)
 		for i := range batch {
 			role := "user"
 			if i%2 == 1 {
 				role = "assistant"
 			}
-			batch[i] = repo.NewMessage{Role: role, Content: models.Text(pgBenchText(r)), Timestamp: models.Epoch(base + float64(s)*60 + float64(i))}
+			batch[i] = repo.MessageInput{Role: role, Content: models.Text(pgBenchText(r)), Timestamp: models.Epoch(base + float64(s)*60 + float64(i))}
 		}
 		_, err = st.Messages().AppendBatch(ctx, id, batch)
 		require.NoError(b, err)
@@ -103,7 +103,7 @@ func BenchmarkPostgresVsSQLite200k(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				id := fmt.Sprintf("bench_%05d", r.IntN(sessions))
 				t0 := time.Now()
-				_, err := st.Messages().Append(ctx, id, repo.NewMessage{Role: "user", Content: models.Text(pgBenchText(r))})
+				_, err := st.Messages().Append(ctx, id, repo.MessageInput{Role: "user", Content: models.Text(pgBenchText(r))})
 				lat = append(lat, time.Since(t0))
 				require.NoError(b, err)
 			}

@@ -38,7 +38,7 @@ func benchFile(b *testing.B) (string, string) {
 	path := filepath.Join(b.TempDir(), "state.db")
 	st, err := hs.Open(ctx, hs.Config{Path: path})
 	require.NoError(b, err)
-	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli", Model: "m"})
+	s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli", Model: "m"})
 	require.NoError(b, err)
 	require.NoError(b, st.Close())
 	return path, s.ID
@@ -101,7 +101,7 @@ func benchAppendStore(b *testing.B, cfg hs.Config) {
 	b.ResetTimer()
 	clk := startClock()
 	for i := 0; i < b.N; i++ {
-		if _, err := ms.Append(ctx, sid, repo.NewMessage{Role: "user", Content: models.Text(benchContent)}); err != nil {
+		if _, err := ms.Append(ctx, sid, repo.MessageInput{Role: "user", Content: models.Text(benchContent)}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -137,9 +137,9 @@ func BenchmarkAppendRaw(b *testing.B) {
 
 const benchBatch = 1000
 
-func benchTurn(i int) repo.NewMessage {
+func benchTurn(i int) repo.MessageInput {
 	roles := []string{"user", "assistant", "tool", "assistant"}
-	m := repo.NewMessage{Role: roles[i%4], Content: models.Text(fmt.Sprintf("%s (%d)", benchContent, i))}
+	m := repo.MessageInput{Role: roles[i%4], Content: models.Text(fmt.Sprintf("%s (%d)", benchContent, i))}
 	if m.Role == "tool" {
 		m.ToolName, m.ToolCallID = "terminal", fmt.Sprintf("call_%d", i)
 	}
@@ -154,7 +154,7 @@ func BenchmarkAppendBatchStore(b *testing.B) {
 	st, err := hs.Open(ctx, hs.Config{Path: path})
 	require.NoError(b, err)
 	defer st.Close()
-	batch := make([]repo.NewMessage, benchBatch)
+	batch := make([]repo.MessageInput, benchBatch)
 	for i := range batch {
 		batch[i] = benchTurn(i)
 	}
@@ -257,23 +257,23 @@ func BenchmarkFileSize200k(b *testing.B) {
 	b.ResetTimer()
 	clk := startClock()
 	for s := 0; s < 2000; s++ {
-		sess, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli", Model: "anthropic/claude-sonnet-4"})
+		sess, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli", Model: "anthropic/claude-sonnet-4"})
 		require.NoError(b, err)
-		batch := make([]repo.NewMessage, 0, 100)
+		batch := make([]repo.MessageInput, 0, 100)
 		for i := 0; i < 100; i++ {
-			var m repo.NewMessage
+			var m repo.MessageInput
 			switch p := r.IntN(100); {
 			case p < 25:
-				m = repo.NewMessage{Role: "user", Content: models.Text(words(20 + r.IntN(40)))}
+				m = repo.MessageInput{Role: "user", Content: models.Text(words(20 + r.IntN(40)))}
 			case p < 60:
-				m = repo.NewMessage{Role: "assistant", Content: models.Text(words(40 + r.IntN(160)))}
+				m = repo.MessageInput{Role: "assistant", Content: models.Text(words(40 + r.IntN(160)))}
 			case p < 75:
 				args := fmt.Sprintf(`{"command": %q}`, words(3+r.IntN(10)))
-				m = repo.NewMessage{Role: "assistant", ToolCalls: models.MustJSON([]models.ToolCall{{ID: fmt.Sprintf("call_%d_%d", s, i),
+				m = repo.MessageInput{Role: "assistant", ToolCalls: models.MustJSON([]models.ToolCall{{ID: fmt.Sprintf("call_%d_%d", s, i),
 					Type: "function", Function: models.ToolCallFunction{Name: "terminal", Arguments: args}}})}
 				textBytes += int64(len(m.ToolCalls))
 			default:
-				m = repo.NewMessage{Role: "tool", ToolName: "terminal", ToolCallID: fmt.Sprintf("call_%d_%d", s, i), Content: models.Text(words(50 + r.IntN(400)))}
+				m = repo.MessageInput{Role: "tool", ToolName: "terminal", ToolCallID: fmt.Sprintf("call_%d_%d", s, i), Content: models.Text(words(50 + r.IntN(400)))}
 			}
 			if m.Content != nil {
 				textBytes += int64(len(*m.Content))
@@ -309,7 +309,7 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 			defer st.Close()
 			sids := []string{first}
 			for len(sids) < g {
-				s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli", Model: "m"})
+				s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli", Model: "m"})
 				require.NoError(b, err)
 				sids = append(sids, s.ID)
 			}
@@ -326,7 +326,7 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 					defer wg.Done()
 					for next.Add(1) <= int64(b.N) {
 						t0 := time.Now()
-						if _, err := ms.Append(ctx, sids[w], repo.NewMessage{Role: "user", Content: models.Text(benchContent)}); err != nil {
+						if _, err := ms.Append(ctx, sids[w], repo.MessageInput{Role: "user", Content: models.Text(benchContent)}); err != nil {
 							b.Error(err)
 							return
 						}

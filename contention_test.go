@@ -23,13 +23,13 @@ import (
 func TestReaderNeverSeesPartialTurn(t *testing.T) {
 	ctx := context.Background()
 	st := concOpen(t, hs.Config{})
-	sess, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	sess, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 	const turns, size = 300, 4
-	turn := func(i int) []repo.NewMessage {
+	turn := func(i int) []repo.MessageInput {
 		calls := models.MustJSON([]models.ToolCall{{ID: fmt.Sprintf("call_%d", i), Type: "function",
 			Function: models.ToolCallFunction{Name: "terminal", Arguments: `{"command": "ls"}`}}})
-		return []repo.NewMessage{
+		return []repo.MessageInput{
 			{Role: "user", Content: models.Text(fmt.Sprintf("turn %d: list the files", i))},
 			{Role: "assistant", ToolCalls: calls},
 			{Role: "tool", ToolCallID: fmt.Sprintf("call_%d", i), ToolName: "terminal", Content: models.Text("a b c")},

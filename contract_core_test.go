@@ -26,7 +26,7 @@ func TestContractSessions(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 30, v)
 
-		p, err := ss.Create(ctx, repo.NewSession{ID: "p1", Source: "cli", Model: "m1", SystemPrompt: "You are X",
+		p, err := ss.Create(ctx, repo.SessionInput{ID: "p1", Source: "cli", Model: "m1", SystemPrompt: "You are X",
 			Cwd: "/work", ProfileName: "default", ModelConfig: models.MustJSON(map[string]any{"a": "é", "n": 1.5}),
 			StartedAt: 1767225600.25})
 		require.NoError(t, err)
@@ -40,31 +40,31 @@ func TestContractSessions(t *testing.T) {
 		require.Equal(t, repo.PromptHash("You are X"), *got.SystemPromptHash)
 
 		// Upsert keeps what was set and fills what was missing.
-		again, err := ss.Create(ctx, repo.NewSession{ID: "p1", Source: "telegram", Model: "other", SessionKey: "k1"})
+		again, err := ss.Create(ctx, repo.SessionInput{ID: "p1", Source: "telegram", Model: "other", SessionKey: "k1"})
 		require.NoError(t, err)
 		require.Equal(t, "cli", again.Source)
 		require.Equal(t, "m1", *again.Model)
 		require.Equal(t, "k1", *again.SessionKey)
 
 		// A placeholder source is replaced.
-		_, err = ss.Create(ctx, repo.NewSession{ID: "ph", Source: "unknown"})
+		_, err = ss.Create(ctx, repo.SessionInput{ID: "ph", Source: "unknown"})
 		require.NoError(t, err)
-		ph, err := ss.Create(ctx, repo.NewSession{ID: "ph", Source: "discord"})
+		ph, err := ss.Create(ctx, repo.SessionInput{ID: "ph", Source: "discord"})
 		require.NoError(t, err)
 		require.Equal(t, "discord", ph.Source)
 
 		// A child inherits the workspace.
-		c, err := ss.Create(ctx, repo.NewSession{ID: "c1", Source: "subagent", ParentSessionID: "p1", StartedAt: 1767225700})
+		c, err := ss.Create(ctx, repo.SessionInput{ID: "c1", Source: "subagent", ParentSessionID: "p1", StartedAt: 1767225700})
 		require.NoError(t, err)
 		require.Equal(t, "/work", *c.Cwd)
 		require.Equal(t, "default", *c.ProfileName)
 		require.Equal(t, "p1", *c.ParentSessionID)
 
-		_, err = ss.Create(ctx, repo.NewSession{ID: "c2", Source: "cli", ParentSessionID: "missing"})
+		_, err = ss.Create(ctx, repo.SessionInput{ID: "c2", Source: "cli", ParentSessionID: "missing"})
 		fixturetest.RequireKind(t, err, hs.ErrNotFound)
-		_, err = ss.Create(ctx, repo.NewSession{ID: "c3", Source: "cli", ParentSessionID: "c3"})
+		_, err = ss.Create(ctx, repo.SessionInput{ID: "c3", Source: "cli", ParentSessionID: "c3"})
 		fixturetest.RequireKind(t, err, hs.ErrInvalid)
-		_, err = ss.Create(ctx, repo.NewSession{ID: "bad\x01id", Source: "cli"})
+		_, err = ss.Create(ctx, repo.SessionInput{ID: "bad\x01id", Source: "cli"})
 		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 		_, err = ss.Get(ctx, "nope")
 		fixturetest.RequireKind(t, err, hs.ErrNotFound)
@@ -104,7 +104,7 @@ func TestContractSessions(t *testing.T) {
 
 		// Listing: newest first, by source, paged; ties broken by id DESC.
 		for i := 0; i < 5; i++ {
-			_, err := ss.Create(ctx, repo.NewSession{ID: fmt.Sprintf("l_%d", i), Source: "cron", StartedAt: models.Epoch(1767300000 + i%3)})
+			_, err := ss.Create(ctx, repo.SessionInput{ID: fmt.Sprintf("l_%d", i), Source: "cron", StartedAt: models.Epoch(1767300000 + i%3)})
 			require.NoError(t, err)
 		}
 		list, err := ss.List(ctx, repo.ListOptions{Source: "cron"})
@@ -139,18 +139,18 @@ func TestContractMessages(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss, ms := st.Sessions(), st.Messages()
-		_, err := ss.Create(ctx, repo.NewSession{ID: "s1", Source: "cli"})
+		_, err := ss.Create(ctx, repo.SessionInput{ID: "s1", Source: "cli"})
 		require.NoError(t, err)
 
-		id1, err := ms.Append(ctx, "s1", repo.NewMessage{Role: "user", Content: models.Text("hello <b>world</b>"), Timestamp: 1767225601.5})
+		id1, err := ms.Append(ctx, "s1", repo.MessageInput{Role: "user", Content: models.Text("hello <b>world</b>"), Timestamp: 1767225601.5})
 		require.NoError(t, err)
 		calls := models.MustJSON([]models.ToolCall{
 			{ID: "c1", Type: "function", Function: models.ToolCallFunction{Name: "read", Arguments: `{"p": 1}`}},
 			{ID: "c2", Type: "function", Function: models.ToolCallFunction{Name: "grep", Arguments: `{}`}},
 		})
-		id2, err := ms.Append(ctx, "s1", repo.NewMessage{Role: "assistant", ToolCalls: calls, Reasoning: models.Text("think")})
+		id2, err := ms.Append(ctx, "s1", repo.MessageInput{Role: "assistant", ToolCalls: calls, Reasoning: models.Text("think")})
 		require.NoError(t, err)
-		ids, err := ms.AppendBatch(ctx, "s1", []repo.NewMessage{
+		ids, err := ms.AppendBatch(ctx, "s1", []repo.MessageInput{
 			{Role: "tool", ToolCallID: "c1", ToolName: "read", Content: models.Text("file body")},
 			{Role: "tool", ToolCallID: "c2", ToolName: "grep", Content: models.Text("")},
 			{Role: "user", Parts: []any{map[string]any{"type": "text", "text": "look"}, map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:x"}}}},
@@ -190,19 +190,19 @@ func TestContractMessages(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 6, n)
 
-		_, err = ms.Append(ctx, "missing", repo.NewMessage{Role: "user", Content: models.Text("x")})
+		_, err = ms.Append(ctx, "missing", repo.MessageInput{Role: "user", Content: models.Text("x")})
 		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 		_, err = ms.List(ctx, "missing")
 		fixturetest.RequireKind(t, err, hs.ErrNotFound)
-		_, err = ms.Append(ctx, "s1", repo.NewMessage{Role: "user", Content: models.Text("bad \xff")})
+		_, err = ms.Append(ctx, "s1", repo.MessageInput{Role: "user", Content: models.Text("bad \xff")})
 		fixturetest.RequireKind(t, err, hs.ErrInvalid)
-		_, err = ms.Append(ctx, "s1", repo.NewMessage{Role: ""})
+		_, err = ms.Append(ctx, "s1", repo.MessageInput{Role: ""})
 		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 
 		// A session ended by compression refuses appends.
 		_, err = ss.End(ctx, "s1", "compression")
 		require.NoError(t, err)
-		_, err = ms.Append(ctx, "s1", repo.NewMessage{Role: "user", Content: models.Text("late")})
+		_, err = ms.Append(ctx, "s1", repo.MessageInput{Role: "user", Content: models.Text("late")})
 		fixturetest.RequireKind(t, err, hs.ErrConflict)
 		n, err = ms.Count(ctx, "")
 		require.NoError(t, err)
@@ -269,7 +269,7 @@ func TestContractUsage(t *testing.T) {
 func TestContractConcurrentWriters(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
-		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "hot", Source: "cli"})
+		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "hot", Source: "cli"})
 		require.NoError(t, err)
 		const workers, each = 6, 25
 		var wg sync.WaitGroup
@@ -279,7 +279,7 @@ func TestContractConcurrentWriters(t *testing.T) {
 			go func(w int) {
 				defer wg.Done()
 				for i := 0; i < each; i++ {
-					if _, err := st.Messages().Append(ctx, "hot", repo.NewMessage{Role: "user", Content: models.Text(fmt.Sprintf("w%d-%d", w, i))}); err != nil {
+					if _, err := st.Messages().Append(ctx, "hot", repo.MessageInput{Role: "user", Content: models.Text(fmt.Sprintf("w%d-%d", w, i))}); err != nil {
 						errs <- err
 					}
 					if err := st.Sessions().UpdateTokenCounts(ctx, "hot", repo.TokenUpdate{InputTokens: 1, APICallCount: 1, Model: "m", BillingProvider: "p"}); err != nil {
@@ -326,7 +326,7 @@ func TestContractClosed(t *testing.T) {
 		require.NoError(t, st.Close())
 		_, err := st.Sessions().Get(ctx, "x")
 		fixturetest.RequireKind(t, err, hs.ErrClosed)
-		_, err = st.Messages().Append(ctx, "x", repo.NewMessage{Role: "user"})
+		_, err = st.Messages().Append(ctx, "x", repo.MessageInput{Role: "user"})
 		fixturetest.RequireKind(t, err, hs.ErrClosed)
 	})
 }
@@ -345,9 +345,9 @@ func TestContractExportCleanup(t *testing.T) {
 				if id == "new1" {
 					at = models.Now()
 				}
-				_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli", StartedAt: at, SystemPrompt: "p " + id})
+				_, err := ss.Create(ctx, repo.SessionInput{ID: id, Source: "cli", StartedAt: at, SystemPrompt: "p " + id})
 				require.NoError(t, err)
-				_, err = ms.AppendBatch(ctx, id, []repo.NewMessage{{Role: "user", Content: models.Text("hi " + id), Timestamp: at},
+				_, err = ms.AppendBatch(ctx, id, []repo.MessageInput{{Role: "user", Content: models.Text("hi " + id), Timestamp: at},
 					{Role: "assistant", Content: models.Text("multi\x00modal-ish"), Timestamp: at}})
 				require.NoError(t, err)
 				if id != "new1" {

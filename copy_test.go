@@ -163,7 +163,7 @@ func TestCopyFixturesToPostgres(t *testing.T) {
 			require.NoError(t, err)
 			n, err := dst.Messages().Count(ctx, "")
 			require.NoError(t, err)
-			id, err := dst.Messages().Append(ctx, list[0].ID, repo.NewMessage{Role: "user", Content: models.Text("after copy")})
+			id, err := dst.Messages().Append(ctx, list[0].ID, repo.MessageInput{Role: "user", Content: models.Text("after copy")})
 			if err == nil {
 				require.Greater(t, id, n)
 			} else {

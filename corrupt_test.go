@@ -24,7 +24,7 @@ func fillStore(t testing.TB, st *hs.Store, sessions, perSession int) []string {
 	ctx := context.Background()
 	var ids []string
 	for i := 0; i < sessions; i++ {
-		s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli", Model: "m"})
+		s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli", Model: "m"})
 		require.NoError(t, err)
 		ids = append(ids, s.ID)
 		for j := 0; j < perSession; j++ {
@@ -32,7 +32,7 @@ func fillStore(t testing.TB, st *hs.Store, sessions, perSession int) []string {
 			if j%2 == 1 {
 				role = "assistant"
 			}
-			_, err := st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: role, Content: strp(fmt.Sprintf("message %d of session %d: deploy the zebra config", j, i))})
+			_, err := st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: role, Content: strp(fmt.Sprintf("message %d of session %d: deploy the zebra config", j, i))})
 			require.NoError(t, err)
 		}
 	}
@@ -85,7 +85,7 @@ func TestCorruptionWhileOpenStopsWrites(t *testing.T) {
 	_, err = raw.Exec("INSERT INTO state_meta (key, value) VALUES ('poke', '1')")
 	require.NoError(t, err)
 
-	_, err = st.Messages().Append(ctx, ids[0], repo.NewMessage{Role: "user", Content: strp("after the damage")})
+	_, err = st.Messages().Append(ctx, ids[0], repo.MessageInput{Role: "user", Content: strp("after the damage")})
 	require.Error(t, err)
 	require.ErrorIs(t, err, hs.ErrCorrupt)
 	require.Contains(t, err.Error(), "doctor")
@@ -93,7 +93,7 @@ func TestCorruptionWhileOpenStopsWrites(t *testing.T) {
 	// Later writes fail fast, whatever they touch: they do not reach the
 	// file (its bytes and its WAL's stay the same).
 	before := fileBytes(t, path) + fileBytes(t, path+"-wal")
-	_, err = st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	_, err = st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.ErrorIs(t, err, hs.ErrCorrupt)
 	require.Contains(t, err.Error(), "hermes-state doctor")
 	require.Equal(t, before, fileBytes(t, path)+fileBytes(t, path+"-wal"), "a write after the damage touched the file")
@@ -138,9 +138,9 @@ func TestZeroedHeaderWhileOpenStopsWrites(t *testing.T) {
 	_, err = f.WriteAt(make([]byte, 100), 0)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	_, err = st.Messages().Append(ctx, ids[0], repo.NewMessage{Role: "user", Content: strp("x")})
+	_, err = st.Messages().Append(ctx, ids[0], repo.MessageInput{Role: "user", Content: strp("x")})
 	require.ErrorIs(t, err, hs.ErrCorrupt)
-	_, err = st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	_, err = st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.ErrorIs(t, err, hs.ErrCorrupt)
 	require.Contains(t, err.Error(), "doctor")
 	r, err := hs.Doctor(ctx, hs.Config{Path: path, JournalMode: hs.JournalDelete}, hs.DoctorOptions{})

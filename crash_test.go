@@ -46,7 +46,7 @@ func TestCrashHelperProcess(t *testing.T) {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		os.Exit(3)
 	}
-	sess, err := st.Sessions().Create(ctx, repo.NewSession{Source: "crash", DisplayName: fmt.Sprintf("crash run %d", run)})
+	sess, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "crash", DisplayName: fmt.Sprintf("crash run %d", run)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "create:", err)
 		os.Exit(3)
@@ -56,7 +56,7 @@ func TestCrashHelperProcess(t *testing.T) {
 		if seq%3 == 2 {
 			calls := models.MustJSON([]models.ToolCall{{ID: fmt.Sprintf("c%d", seq), Type: "function",
 				Function: models.ToolCallFunction{Name: "terminal", Arguments: `{"command": "kubectl get pods"}`}}})
-			turn := []repo.NewMessage{
+			turn := []repo.MessageInput{
 				{Role: "assistant", Content: models.Text(crashContent(run, seq, 0)), ToolCalls: calls},
 				{Role: "tool", ToolName: "terminal", ToolCallID: fmt.Sprintf("c%d", seq), Content: models.Text(crashContent(run, seq, 1))},
 				{Role: "assistant", Content: models.Text(crashContent(run, seq, 2) + " " + strings.Repeat("detail ", 200))},
@@ -73,7 +73,7 @@ func TestCrashHelperProcess(t *testing.T) {
 			_, _ = out.WriteString(b.String())
 			continue
 		}
-		id, err := st.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text(crashContent(run, seq, 0))})
+		id, err := st.Messages().Append(ctx, sess.ID, repo.MessageInput{Role: "user", Content: models.Text(crashContent(run, seq, 0))})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "append:", err)
 			os.Exit(4)

@@ -42,16 +42,16 @@ func damageTargets(t *testing.T) []damageTarget {
 	st, err := hs.Open(ctx, hs.Config{Path: p})
 	require.NoError(t, err)
 	ids := fillStore(t, st, 3, 20)
-	_, err = st.Messages().Append(ctx, ids[0], repo.NewMessage{Role: "assistant",
+	_, err = st.Messages().Append(ctx, ids[0], repo.MessageInput{Role: "assistant",
 		ToolCalls: []byte(`[{"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}]`)})
 	require.NoError(t, err)
 	// A longer session, so that the table pages outnumber the schema pages
 	// and a truncated file keeps a readable schema.
-	big, err := st.Sessions().Create(ctx, repo.NewSession{Source: "telegram", Model: "m"})
+	big, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "telegram", Model: "m"})
 	require.NoError(t, err)
-	var batch []repo.NewMessage
+	var batch []repo.MessageInput
 	for i := 0; i < 500; i++ {
-		batch = append(batch, repo.NewMessage{Role: "user", Content: strp(fmt.Sprintf("long session line %d: %s", i, strings.Repeat("lorem ipsum ", 8)))})
+		batch = append(batch, repo.MessageInput{Role: "user", Content: strp(fmt.Sprintf("long session line %d: %s", i, strings.Repeat("lorem ipsum ", 8)))})
 	}
 	_, err = st.Messages().AppendBatch(ctx, big.ID, batch)
 	require.NoError(t, err)
@@ -358,9 +358,9 @@ func TestDamageDoctorRepairRecover(t *testing.T) {
 				// The store opens and writes after repair.
 				st, err := hs.Open(ctx, cfg)
 				require.NoError(t, err)
-				s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+				s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 				require.NoError(t, err)
-				_, err = st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: strp("after repair")})
+				_, err = st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: strp("after repair")})
 				require.NoError(t, err)
 				require.NoError(t, st.Close())
 			})

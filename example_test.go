@@ -25,14 +25,14 @@ func Example() {
 	}
 	defer st.Close()
 
-	s, err := st.Sessions().Create(ctx, repo.NewSession{ID: "20260105_091500_a1b2c3", Source: "cli", Model: "anthropic/claude-sonnet-4"})
+	s, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "20260105_091500_a1b2c3", Source: "cli", Model: "anthropic/claude-sonnet-4"})
 	if err != nil {
 		fmt.Println("create:", err)
 		return
 	}
 	calls := models.MustJSON([]models.ToolCall{{ID: "call_1", Type: "function",
 		Function: models.ToolCallFunction{Name: "terminal", Arguments: `{"command": "kubectl get pods"}`}}})
-	_, err = st.Messages().AppendBatch(ctx, s.ID, []repo.NewMessage{
+	_, err = st.Messages().AppendBatch(ctx, s.ID, []repo.MessageInput{
 		{Role: "user", Content: models.Text("Why is the deployment failing?")},
 		{Role: "assistant", ToolCalls: calls},
 		{Role: "tool", ToolCallID: "call_1", ToolName: "terminal", Content: models.Text("CrashLoopBackOff")},
@@ -50,7 +50,7 @@ func Example() {
 		fmt.Printf("%s: %v\n", it.Role, it.Content)
 	}
 
-	_, err = st.Messages().Append(ctx, "no-such-session", repo.NewMessage{Role: "user", Content: models.Text("hi")})
+	_, err = st.Messages().Append(ctx, "no-such-session", repo.MessageInput{Role: "user", Content: models.Text("hi")})
 	fmt.Println("missing session is ErrNotFound:", errors.Is(err, hs.ErrNotFound))
 	// Output:
 	// messages: 4 tool calls: 1

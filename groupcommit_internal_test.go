@@ -96,11 +96,11 @@ func TestAppendGroupCommitConcurrent(t *testing.T) {
 	s := openTest(t, Config{})
 	var good []string
 	for i := 0; i < 5; i++ {
-		sess, err := s.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+		sess, err := s.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 		require.NoError(t, err)
 		good = append(good, sess.ID)
 	}
-	ended, err := s.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	ended, err := s.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 	_, err = s.Sessions().End(ctx, ended.ID, "compression")
 	require.NoError(t, err)
@@ -123,9 +123,9 @@ func TestAppendGroupCommitConcurrent(t *testing.T) {
 			for i := 0; i < calls; i++ {
 				sid := targets[(w+i)%len(targets)]
 				content := fmt.Sprintf("w%d-i%d", w, i)
-				m := repo.NewMessage{Role: "user", Content: models.Text(content)}
+				m := repo.MessageInput{Role: "user", Content: models.Text(content)}
 				if i%5 == 0 {
-					m = repo.NewMessage{Role: "assistant", Content: models.Text(content), ToolCalls: models.MustJSON([]models.ToolCall{
+					m = repo.MessageInput{Role: "assistant", Content: models.Text(content), ToolCalls: models.MustJSON([]models.ToolCall{
 						{ID: "c" + content, Type: "function", Function: models.ToolCallFunction{Name: "terminal", Arguments: "{}"}}})}
 				}
 				id, err := s.Messages().Append(ctx, sid, m)
@@ -194,7 +194,7 @@ func TestAppendGroupCommitConcurrent(t *testing.T) {
 func TestAppendGroupCancelledCaller(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, Config{})
-	sess, err := s.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	sess, err := s.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 	release := holdWriteLock(t, s)
 
@@ -205,7 +205,7 @@ func TestAppendGroupCancelledCaller(t *testing.T) {
 	}
 	results := make(chan result, 8)
 	call := func(cctx context.Context, content string) {
-		id, err := s.Messages().Append(cctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text(content)})
+		id, err := s.Messages().Append(cctx, sess.ID, repo.MessageInput{Role: "user", Content: models.Text(content)})
 		results <- result{content, id, err}
 	}
 	cctx, cancel := context.WithCancel(ctx)
@@ -246,9 +246,9 @@ func TestAppendGroupCancelledCaller(t *testing.T) {
 func TestAppendGroupErrorStaysWithItsCall(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, Config{})
-	sess, err := s.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	sess, err := s.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
-	other, err := s.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	other, err := s.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 	require.NoError(t, s.db.W.Exec(`CREATE TRIGGER test_poison BEFORE INSERT ON messages
 		WHEN NEW.content = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END`).Error)
@@ -268,7 +268,7 @@ func TestAppendGroupErrorStaysWithItsCall(t *testing.T) {
 			content = "poison"
 		}
 		go func() {
-			id, err := s.Messages().Append(ctx, sid, repo.NewMessage{Role: "user", Content: models.Text(content)})
+			id, err := s.Messages().Append(ctx, sid, repo.MessageInput{Role: "user", Content: models.Text(content)})
 			results <- result{ack{sid, content, id}, err}
 		}()
 	}
@@ -297,7 +297,7 @@ func TestAppendGroupErrorStaysWithItsCall(t *testing.T) {
 func TestCloseDrainsPendingAppends(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, Config{})
-	sess, err := s.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	sess, err := s.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 	release := holdWriteLock(t, s)
 	type result struct {
@@ -308,7 +308,7 @@ func TestCloseDrainsPendingAppends(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		content := fmt.Sprintf("m %d", i)
 		go func() {
-			id, err := s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text(content)})
+			id, err := s.Messages().Append(ctx, sess.ID, repo.MessageInput{Role: "user", Content: models.Text(content)})
 			results <- result{ack{sess.ID, content, id}, err}
 		}()
 	}
@@ -328,7 +328,7 @@ func TestCloseDrainsPendingAppends(t *testing.T) {
 		acks = append(acks, r.ack)
 	}
 	require.NotEmpty(t, acks, "the group in flight when Close began was committed")
-	_, err = s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text("late")})
+	_, err = s.Messages().Append(ctx, sess.ID, repo.MessageInput{Role: "user", Content: models.Text("late")})
 	require.True(t, errors.Is(err, ErrClosed), "%v", err)
 
 	s2 := openTest(t, Config{Path: s.Path()})

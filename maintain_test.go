@@ -23,11 +23,11 @@ func agedStore(t *testing.T, cfg hs.Config) (string, []string) {
 	require.NoError(t, err)
 	var old []string
 	for i := 0; i < 12; i++ {
-		s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+		s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 		require.NoError(t, err)
-		var batch []repo.NewMessage
+		var batch []repo.MessageInput
 		for j := 0; j < 40; j++ {
-			batch = append(batch, repo.NewMessage{Role: "user", Content: strp(fmt.Sprintf("old %d %d %s", i, j, strings.Repeat("x", 400)))})
+			batch = append(batch, repo.MessageInput{Role: "user", Content: strp(fmt.Sprintf("old %d %d %s", i, j, strings.Repeat("x", 400)))})
 		}
 		_, err = st.Messages().AppendBatch(ctx, s.ID, batch)
 		require.NoError(t, err)

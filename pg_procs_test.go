@@ -40,7 +40,7 @@ func TestPostgresProcHelper(t *testing.T) {
 		if i%2 == 1 {
 			sid = fmt.Sprintf("own-%d", w)
 		}
-		_, err := st.Messages().Append(ctx, sid, repo.NewMessage{Role: "user", Content: models.Text(fmt.Sprintf("w%d-%d", w, i))})
+		_, err := st.Messages().Append(ctx, sid, repo.MessageInput{Role: "user", Content: models.Text(fmt.Sprintf("w%d-%d", w, i))})
 		require.NoError(t, err)
 		if i%10 == 0 || i%10 == 5 {
 			require.NoError(t, st.Sessions().UpdateTokenCounts(ctx, sid, repo.TokenUpdate{InputTokens: 1, APICallCount: 1, Model: "m", BillingProvider: "p"}))
@@ -60,7 +60,7 @@ func TestPostgresFourProcessesAppend(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	for _, id := range []string{"shared", "own-0", "own-1", "own-2", "own-3"} {
-		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: id, Source: "cli"})
+		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: "cli"})
 		require.NoError(t, err)
 	}
 	start := time.Now()

@@ -22,7 +22,7 @@ func hotJournalCopy(t *testing.T, dir string) string {
 	src := filepath.Join(t.TempDir(), "state.db")
 	st, err := hs.Open(ctx, hs.Config{Path: src, JournalMode: hs.JournalDelete})
 	require.NoError(t, err)
-	_, err = st.Sessions().Create(ctx, repo.NewSession{ID: "s1", Source: "cli"})
+	_, err = st.Sessions().Create(ctx, repo.SessionInput{ID: "s1", Source: "cli"})
 	require.NoError(t, err)
 	require.NoError(t, st.Close())
 	return fixturetest.HotJournalCopy(t, src, dir)
@@ -40,9 +40,9 @@ func walCopyWithoutShm(t *testing.T, dir string) string {
 	defer st.Close()
 	text := strings.Repeat("x", 3000)
 	for i := 0; i < 300; i++ {
-		s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+		s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 		require.NoError(t, err)
-		_, err = st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: &text})
+		_, err = st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: &text})
 		require.NoError(t, err)
 	}
 	dst := filepath.Join(dir, "state.db")
@@ -115,9 +115,9 @@ func TestRepairHealthyFileOnReadOnlyMount(t *testing.T) {
 	st, err := hs.Open(ctx, hs.Config{Path: path})
 	require.NoError(t, err)
 	for i := 0; i < 5; i++ {
-		s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+		s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 		require.NoError(t, err)
-		_, err = st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: fixturetest.Ptr("hello world")})
+		_, err = st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: fixturetest.Ptr("hello world")})
 		require.NoError(t, err)
 	}
 	require.NoError(t, st.Close())

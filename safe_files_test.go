@@ -26,11 +26,11 @@ func bulkyStore(t *testing.T) *hs.Store {
 	st, err := hs.Open(ctx, hs.Config{Path: filepath.Join(t.TempDir(), "state.db")})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
-	var batch []repo.NewMessage
+	var batch []repo.MessageInput
 	for i := 0; i < 400; i++ {
-		batch = append(batch, repo.NewMessage{Role: "user", Content: models.Text(fmt.Sprintf("message %d %s", i, strings.Repeat("lorem ipsum ", 400)))})
+		batch = append(batch, repo.MessageInput{Role: "user", Content: models.Text(fmt.Sprintf("message %d %s", i, strings.Repeat("lorem ipsum ", 400)))})
 	}
 	_, err = st.Messages().AppendBatch(ctx, s.ID, batch)
 	require.NoError(t, err)

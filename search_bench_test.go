@@ -101,17 +101,17 @@ func buildSearchStore(b *testing.B, path string, n int) {
 	const perSession = 100
 	sources := []string{"cli", "telegram", "discord", "cron"}
 	for i := 0; i < n; i += perSession {
-		s, err := st.Sessions().Create(ctx, repo.NewSession{Source: sources[(i/perSession)%len(sources)], Model: "bench/model"})
+		s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: sources[(i/perSession)%len(sources)], Model: "bench/model"})
 		if err != nil {
 			b.Fatal(err)
 		}
-		batch := make([]repo.NewMessage, 0, perSession)
+		batch := make([]repo.MessageInput, 0, perSession)
 		for j := i; j < min(i+perSession, n); j++ {
 			role := "user"
 			if j%2 == 1 {
 				role = "assistant"
 			}
-			batch = append(batch, repo.NewMessage{Role: role, Content: models.Text(benchText(r, j)), Timestamp: models.Epoch(1.7e9 + float64(j))})
+			batch = append(batch, repo.MessageInput{Role: role, Content: models.Text(benchText(r, j)), Timestamp: models.Epoch(1.7e9 + float64(j))})
 		}
 		if _, err := st.Messages().AppendBatch(ctx, s.ID, batch); err != nil {
 			b.Fatal(err)

@@ -22,14 +22,14 @@ func TestSecurePathsOnlyRemovesAccess(t *testing.T) {
 		path := fixturetest.Copy(t, "hermes-v30.db")
 		st, err := hs.Open(ctx, hs.Config{Path: path})
 		require.NoError(t, err)
-		_, err = st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+		_, err = st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 		require.NoError(t, err)
 		require.NoError(t, st.Close())
 		require.NoError(t, os.Chmod(path, c.before))
 		st, openErr := hs.Open(ctx, hs.Config{Path: path})
 		if openErr == nil {
 			for i := 0; i < 60; i++ { // past a checkpoint, which tightens too
-				if _, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"}); err != nil {
+				if _, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"}); err != nil {
 					break
 				}
 			}

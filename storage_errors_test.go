@@ -59,12 +59,12 @@ func TestStorageErrorDiskFull(t *testing.T) {
 	st, err := hs.Open(ctx, hs.Config{Path: filepath.Join(dir, "state.db"), CheckpointEvery: -1})
 	require.NoError(t, err)
 	defer st.Close()
-	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 	fillDisk(t, dir)
 	text := strings.Repeat("a full disk refuses this message ", 8000)
 	for i := 0; i < 50 && err == nil; i++ {
-		_, err = st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: &text})
+		_, err = st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: &text})
 	}
 	requireCause(t, err, hs.ErrStorage, "disk full")
 }
@@ -97,7 +97,7 @@ func TestStorageErrorReadOnlyMount(t *testing.T) {
 			path := filepath.Join(dir, "state.db")
 			st, err := hs.Open(ctx, hs.Config{Path: path, JournalMode: mode})
 			require.NoError(t, err)
-			_, err = st.Sessions().Create(ctx, repo.NewSession{ID: "s1", Source: "cli"})
+			_, err = st.Sessions().Create(ctx, repo.SessionInput{ID: "s1", Source: "cli"})
 			require.NoError(t, err)
 			require.NoError(t, st.Close())
 			fixturetest.ReadOnlyDir(t, dir)
@@ -134,7 +134,7 @@ func TestStorageErrorIO(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	for i := 0; i < 50; i++ {
-		_, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+		_, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 		require.NoError(t, err)
 	}
 	require.NoError(t, os.Truncate(path+"-wal", 0))
@@ -156,13 +156,13 @@ func TestStorageErrorPostgresTerminated(t *testing.T) {
 	st, err := hs.Open(ctx, hs.Config{DSN: dsn + sep + "application_name=" + app, Schema: schema, MaxOpenConns: 1})
 	require.NoError(t, err)
 	defer st.Close()
-	_, err = st.Sessions().Create(ctx, repo.NewSession{ID: "s1", Source: "cli"})
+	_, err = st.Sessions().Create(ctx, repo.SessionInput{ID: "s1", Source: "cli"})
 	require.NoError(t, err)
 	require.EqualValues(t, 1, pgtest.QueryInt(t, dsn, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = '"+app+"'"))
-	_, err = st.Sessions().Create(ctx, repo.NewSession{ID: "s2", Source: "cli"})
+	_, err = st.Sessions().Create(ctx, repo.SessionInput{ID: "s2", Source: "cli"})
 	requireCause(t, err, hs.ErrStorage, "database server closed the connection")
 	// The pool reconnects: the next write works.
-	_, err = st.Sessions().Create(ctx, repo.NewSession{ID: "s3", Source: "cli"})
+	_, err = st.Sessions().Create(ctx, repo.SessionInput{ID: "s3", Source: "cli"})
 	require.NoError(t, err)
 }
 

@@ -113,7 +113,7 @@ func TestHermesShapedFileAdoptedAndReadBack(t *testing.T) {
 	require.Empty(t, fixturetest.JSONDiff("conversation", want, got, false))
 
 	// The file keeps working for Hermes: its FTS triggers still index our rows.
-	id, err := st.Messages().Append(ctx, "s2", repo.NewMessage{Role: "assistant", Content: models.Text("zebra-unique-token reply")})
+	id, err := st.Messages().Append(ctx, "s2", repo.MessageInput{Role: "assistant", Content: models.Text("zebra-unique-token reply")})
 	require.NoError(t, err)
 	require.NoError(t, st.Close())
 	db := fixturetest.Raw(t, path)
@@ -153,7 +153,7 @@ func TestAppendToFixtureAndReopen(t *testing.T) {
 			totalBefore, err := st.Messages().Count(ctx, "")
 			require.NoError(t, err)
 			calls := models.MustJSON([]models.ToolCall{{ID: "c9", Type: "function", Function: models.ToolCallFunction{Name: "read_file", Arguments: `{"path": "a"}`}}, {ID: "c10", Type: "function", Function: models.ToolCallFunction{Name: "terminal", Arguments: "{}"}}})
-			ids, err := st.Messages().AppendBatch(ctx, target.ID, []repo.NewMessage{
+			ids, err := st.Messages().AppendBatch(ctx, target.ID, []repo.MessageInput{
 				{Role: "user", Content: models.Text("appended after adoption")},
 				{Role: "assistant", ToolCalls: calls},
 			})
@@ -238,9 +238,9 @@ func TestFileModes(t *testing.T) {
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	st, path := storetest.FreshPath(t)
-	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
-	_, err = st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: models.Text("hi")})
+	_, err = st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: models.Text("hi")})
 	require.NoError(t, err)
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		fi, err := os.Stat(p)
@@ -260,24 +260,24 @@ func TestDefaultPath(t *testing.T) {
 func TestBadInputOnAppend(t *testing.T) {
 	ctx := context.Background()
 	st, path := storetest.FreshPath(t)
-	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 
-	_, err = st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: models.Text("bad \xff\xfe utf8")})
+	_, err = st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: models.Text("bad \xff\xfe utf8")})
 	require.ErrorIs(t, err, hs.ErrInvalid)
 	require.Contains(t, err.Error(), "UTF-8")
-	_, err = st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "", Content: models.Text("x")})
+	_, err = st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "", Content: models.Text("x")})
 	require.ErrorIs(t, err, hs.ErrInvalid)
-	_, err = st.Messages().Append(ctx, "no-such-session", repo.NewMessage{Role: "user", Content: models.Text("x")})
+	_, err = st.Messages().Append(ctx, "no-such-session", repo.MessageInput{Role: "user", Content: models.Text("x")})
 	require.ErrorIs(t, err, hs.ErrNotFound)
-	_, err = st.Messages().AppendBatch(ctx, s.ID, []repo.NewMessage{{Role: "user", Content: models.Text("ok")}, {Role: "user", Content: models.Text("\xc3")}})
+	_, err = st.Messages().AppendBatch(ctx, s.ID, []repo.MessageInput{{Role: "user", Content: models.Text("ok")}, {Role: "user", Content: models.Text("\xc3")}})
 	require.ErrorIs(t, err, hs.ErrInvalid)
 
 	nul := "before\x00after"
 	big := strings.Repeat("0123456789abcdef", 5<<20/16)
-	id1, err := st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: &nul})
+	id1, err := st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: &nul})
 	require.NoError(t, err)
-	id2, err := st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "tool", Content: &big, ToolName: "terminal"})
+	id2, err := st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "tool", Content: &big, ToolName: "terminal"})
 	require.NoError(t, err)
 
 	ms, err := st.Messages().List(ctx, s.ID)
@@ -294,7 +294,7 @@ func TestBadInputOnAppend(t *testing.T) {
 	// A session ended by compression refuses appends.
 	_, err = st.Sessions().End(ctx, s.ID, "compression")
 	require.NoError(t, err)
-	_, err = st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: models.Text("late")})
+	_, err = st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: models.Text("late")})
 	require.ErrorIs(t, err, hs.ErrConflict)
 	_ = path
 }
@@ -307,13 +307,13 @@ func TestErrorsAreTyped(t *testing.T) {
 	var he *hs.Error
 	require.True(t, errors.As(err, &he))
 	require.Equal(t, "sessions.get", he.Op)
-	_, err = st.Sessions().Create(ctx, repo.NewSession{Source: "cli", ParentSessionID: "nope"})
+	_, err = st.Sessions().Create(ctx, repo.SessionInput{Source: "cli", ParentSessionID: "nope"})
 	require.ErrorIs(t, err, hs.ErrNotFound)
-	_, err = st.Sessions().Create(ctx, repo.NewSession{Source: ""})
+	_, err = st.Sessions().Create(ctx, repo.SessionInput{Source: ""})
 	require.ErrorIs(t, err, hs.ErrInvalid)
 	require.NoError(t, st.Close())
 	_, err = st.Sessions().Get(ctx, "x")
 	require.ErrorIs(t, err, hs.ErrClosed)
-	_, err = st.Messages().Append(ctx, "x", repo.NewMessage{Role: "user"})
+	_, err = st.Messages().Append(ctx, "x", repo.MessageInput{Role: "user"})
 	require.ErrorIs(t, err, hs.ErrClosed)
 }

@@ -25,7 +25,7 @@ func TestWriteLockFile(t *testing.T) {
 	lock := path + "-hslock"
 	st, err := hs.Open(ctx, hs.Config{Path: path})
 	require.NoError(t, err)
-	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 	fi, err := os.Stat(lock)
 	require.NoError(t, err, "created by the first write")
@@ -37,7 +37,7 @@ func TestWriteLockFile(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ro.Sessions().Get(ctx, s.ID)
 	require.NoError(t, err)
-	_, err = ro.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: models.Text("refused")})
+	_, err = ro.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: models.Text("refused")})
 	require.ErrorIs(t, err, hs.ErrUnsupported)
 	require.NoError(t, ro.Close())
 	_, err = os.Stat(lock)
@@ -45,7 +45,7 @@ func TestWriteLockFile(t *testing.T) {
 
 	nl, err := hs.Open(ctx, hs.Config{Path: path, NoLockFile: true})
 	require.NoError(t, err)
-	_, err = nl.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: models.Text("no lock file")})
+	_, err = nl.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: models.Text("no lock file")})
 	require.NoError(t, err)
 	require.NoError(t, nl.Close())
 	_, err = os.Stat(lock)
@@ -64,7 +64,7 @@ func TestWriteLockFile(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 100; i++ {
-				if _, err := st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: models.Text(fmt.Sprintf("w%d-%d", k, i))}); err != nil {
+				if _, err := st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: models.Text(fmt.Sprintf("w%d-%d", k, i))}); err != nil {
 					errs <- err
 					return
 				}

@@ -85,14 +85,14 @@ func TestBusyBudgetExhausted(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logBuf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	s := openTest(t, Config{BusyTimeout: 50 * time.Millisecond, Logger: logger,
 		WriteBudgets: WriteBudgets{Transcript: 400 * time.Millisecond}})
-	sess, err := s.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	sess, err := s.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 
 	holder := rawConn(t, s.Path(), time.Second)
 	_, err = holder.Exec("BEGIN IMMEDIATE")
 	require.NoError(t, err)
 	start := time.Now()
-	_, err = s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text("hello")})
+	_, err = s.Messages().Append(ctx, sess.ID, repo.MessageInput{Role: "user", Content: models.Text("hello")})
 	took := time.Since(start)
 	_, rerr := holder.Exec("ROLLBACK")
 	require.NoError(t, rerr)
@@ -117,7 +117,7 @@ func TestBusyBudgetExhausted(t *testing.T) {
 	n, err := s.Messages().Count(ctx, sess.ID)
 	require.NoError(t, err)
 	require.Zero(t, n)
-	_, err = s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text("hello")})
+	_, err = s.Messages().Append(ctx, sess.ID, repo.MessageInput{Role: "user", Content: models.Text("hello")})
 	require.NoError(t, err, "the store recovers once the lock is released")
 }
 
@@ -140,7 +140,7 @@ func TestCommitBusyIsRolledBack(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, Config{JournalMode: JournalDelete, BusyTimeout: 30 * time.Millisecond})
 	require.Equal(t, "delete", s.JournalMode())
-	sess, err := s.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	sess, err := s.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 
 	reader := rawConn(t, s.Path(), time.Second)
@@ -152,10 +152,10 @@ func TestCommitBusyIsRolledBack(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		_ = rtx.Rollback()
 	}()
-	_, err = s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text("after the reader")})
+	_, err = s.Messages().Append(ctx, sess.ID, repo.MessageInput{Role: "user", Content: models.Text("after the reader")})
 	require.NoError(t, err)
 	for i := 0; i < 3; i++ {
-		_, err = s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "assistant", Content: models.Text("more")})
+		_, err = s.Messages().Append(ctx, sess.ID, repo.MessageInput{Role: "assistant", Content: models.Text("more")})
 		require.NoError(t, err)
 	}
 	got, err := s.Sessions().Get(ctx, sess.ID)
@@ -192,16 +192,16 @@ func TestPassiveCheckpointEvery50(t *testing.T) {
 	require.NoError(t, s.db.W.Exec("PRAGMA wal_autocheckpoint=0").Error)
 	before := fileSize(t, s.Path())
 	base := s.db.Writes()
-	sess, err := s.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	sess, err := s.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 	for s.db.Writes()-base < 49 {
-		_, err := s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text(strings.Repeat("x", 3000))})
+		_, err := s.Messages().Append(ctx, sess.ID, repo.MessageInput{Role: "user", Content: models.Text(strings.Repeat("x", 3000))})
 		require.NoError(t, err)
 	}
 	require.EqualValues(t, 49, s.db.Writes())
 	require.Equal(t, before, fileSize(t, s.Path()), "no checkpoint before the 50th write")
 	require.Greater(t, fileSize(t, s.Path()+"-wal"), int64(0))
-	_, err = s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text("the 50th")})
+	_, err = s.Messages().Append(ctx, sess.ID, repo.MessageInput{Role: "user", Content: models.Text("the 50th")})
 	require.NoError(t, err)
 	require.Greater(t, fileSize(t, s.Path()), before+49*3000, "the 50th write triggered a checkpoint into the main file")
 }
@@ -217,10 +217,10 @@ func TestCloseTruncatesWAL(t *testing.T) {
 	other := rawConn(t, path, time.Second)
 	var n int
 	require.NoError(t, other.QueryRow("SELECT count(*) FROM sessions").Scan(&n))
-	sess, err := s.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	sess, err := s.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 	for i := 0; i < 20; i++ {
-		_, err := s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text("hello")})
+		_, err := s.Messages().Append(ctx, sess.ID, repo.MessageInput{Role: "user", Content: models.Text("hello")})
 		require.NoError(t, err)
 	}
 	require.Greater(t, fileSize(t, path+"-wal"), int64(0))
@@ -228,7 +228,7 @@ func TestCloseTruncatesWAL(t *testing.T) {
 	require.EqualValues(t, 0, fileSize(t, path+"-wal"), "TRUNCATE checkpoint at close")
 	require.NoError(t, other.QueryRow("SELECT count(*) FROM messages").Scan(&n))
 	require.Equal(t, 20, n)
-	_, err = s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text("late")})
+	_, err = s.Messages().Append(ctx, sess.ID, repo.MessageInput{Role: "user", Content: models.Text("late")})
 	require.ErrorIs(t, err, ErrClosed)
 }
 
@@ -244,7 +244,7 @@ func TestPermissionsByPath(t *testing.T) {
 	require.NoError(t, pre.Close())
 	require.NoError(t, os.Chmod(path, 0o644))
 	s := openTest(t, Config{Path: path})
-	_, err = s.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	_, err = s.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		st, err := os.Stat(p)
@@ -299,14 +299,14 @@ func TestNoRawFileDescriptors(t *testing.T) {
 func TestAppendDequeuesCJKQueue(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t, Config{})
-	sess, err := s.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	sess, err := s.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
-	_, err = s.Messages().AppendBatch(ctx, sess.ID, []repo.NewMessage{
+	_, err = s.Messages().AppendBatch(ctx, sess.ID, []repo.MessageInput{
 		{Role: "user", Content: models.Text("plain ascii text")},
 		{Role: "assistant", Content: models.Text("桂林今天多云")},
 	})
 	require.NoError(t, err)
-	_, err = s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text("more plain text")})
+	_, err = s.Messages().Append(ctx, sess.ID, repo.MessageInput{Role: "user", Content: models.Text("more plain text")})
 	require.NoError(t, err)
 	// Fewer rows than a batch: they wait in the queue (deferred), and a
 	// CJK search still finds them.
@@ -329,7 +329,7 @@ func TestCJKIndexingDeferredInBatches(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	s, err := Open(ctx, Config{Path: path})
 	require.NoError(t, err)
-	sess, err := s.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	sess, err := s.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 	pending := func() int64 {
 		var n int64
@@ -348,7 +348,7 @@ func TestCJKIndexingDeferredInBatches(t *testing.T) {
 			text = fmt.Sprintf("桂林山水 %d", i)
 			cjk++
 		}
-		_, err := s.Messages().Append(ctx, sess.ID, repo.NewMessage{Role: "user", Content: models.Text(text)})
+		_, err := s.Messages().Append(ctx, sess.ID, repo.MessageInput{Role: "user", Content: models.Text(text)})
 		require.NoError(t, err)
 		require.Less(t, pending(), int64(repo.CJKDeferBatch), "a batch is flushed once collected")
 		if i == repo.CJKDeferBatch+6 {

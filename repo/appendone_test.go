@@ -24,12 +24,12 @@ func TestLoneAppendWritesWhatGORMWrites(t *testing.T) {
 	ctx := context.Background()
 	st, path := storetest.FreshPath(t)
 	for _, id := range []string{"lone", "batch"} {
-		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: id, Source: "cli"})
+		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: "cli"})
 		require.NoError(t, err)
 	}
 	n := int64(7)
 	text := "hé\x00llo 检查"
-	msgs := []repo.NewMessage{
+	msgs := []repo.MessageInput{
 		{Role: "user", Content: models.Text("plain"), Timestamp: 1767604501.5},
 		{Role: "user", Parts: []any{map[string]any{"type": "text", "text": "part"}}, Timestamp: 1767604502},
 		{Role: "assistant", ToolCalls: models.MustJSON([]models.ToolCall{{ID: "1", Type: "function", Function: models.ToolCallFunction{Name: "x", Arguments: `{"q": "检查"}`}}, {ID: "2", Type: "function", Function: models.ToolCallFunction{Name: "y", Arguments: "{}"}}}),

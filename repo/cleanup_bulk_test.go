@@ -17,7 +17,7 @@ func TestContractBulkDeletesAndProbes(t *testing.T) {
 		ctx := fixturetest.Ctx(t)
 		ss, cl := st.Sessions(), st.Cleanup()
 		mk := func(id, parent string, mc models.JSON) {
-			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli", ParentSessionID: parent, ModelConfig: mc, SystemPrompt: "p-" + id})
+			_, err := ss.Create(ctx, repo.SessionInput{ID: id, Source: "cli", ParentSessionID: parent, ModelConfig: mc, SystemPrompt: "p-" + id})
 			require.NoError(t, err)
 		}
 		mk("a", "", nil)
@@ -25,7 +25,7 @@ func TestContractBulkDeletesAndProbes(t *testing.T) {
 		mk("a_sub1", "a", models.MustJSON(map[string]any{"_delegate_from": "a"}))
 		mk("a_branch", "a", models.MustJSON(map[string]any{"_branched_from": "a"}))
 		mk("b", "", nil)
-		storetest.AppendAll(t, st, "b", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("x"), PlatformMessageID: "tg-1"})
+		storetest.AppendAll(t, st, "b", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("x"), PlatformMessageID: "tg-1"})
 
 		targets, err := cl.DeleteTargets(ctx, "a")
 		require.NoError(t, err)
@@ -94,7 +94,7 @@ func TestContractBulkDeletesAndProbes(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, has)
 
-		_, err = ss.Create(ctx, repo.NewSession{ID: "g", Source: "telegram", SessionKey: "peer"})
+		_, err = ss.Create(ctx, repo.SessionInput{ID: "g", Source: "telegram", SessionKey: "peer"})
 		require.NoError(t, err)
 		_, crossed, err := st.SessionState().ConversationBoundary(ctx, "telegram", "peer")
 		require.NoError(t, err)

@@ -56,7 +56,7 @@ type Compaction interface {
 	// which it returns. ErrNotFound when the session does not exist,
 	// ErrConflict when opt.LockHolder no longer holds the lock, ErrInvalid
 	// for a bad message or option.
-	ArchiveAndCompact(ctx context.Context, sessionID string, msgs []NewMessage, opt CompactOptions) (int, error)
+	ArchiveAndCompact(ctx context.Context, sessionID string, msgs []MessageInput, opt CompactOptions) (int, error)
 	// ResumeConversations returns what a resume shows, from one read: the
 	// model history (the session's live rows, with row ids and summary
 	// markers) and the display history (the whole lineage, live and
@@ -212,7 +212,7 @@ func objectKeys(obj []byte) []string {
 	return keys
 }
 
-func (r *compactionRepo) ArchiveAndCompact(ctx context.Context, sid string, msgs []NewMessage, opt CompactOptions) (int, error) {
+func (r *compactionRepo) ArchiveAndCompact(ctx context.Context, sid string, msgs []MessageInput, opt CompactOptions) (int, error) {
 	const op = "compaction.archive_and_compact"
 	if err := checkCompactArgs(op, sid, opt); err != nil {
 		return 0, err

@@ -57,7 +57,7 @@ func TestContractArchiveAndCompact(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		cp := st.Compaction()
-		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli",
+		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli",
 			ModelConfig: models.MustJSON(map[string]any{"_branched_from": "x", "keep": 1, "drop": true})})
 		require.NoError(t, err)
 		w, err := cp.Watermark(ctx, "s")
@@ -65,22 +65,22 @@ func TestContractArchiveAndCompact(t *testing.T) {
 		require.Zero(t, w)
 		calls := models.MustJSON([]map[string]any{{"id": "c1"}, {"id": "c2"}})
 		ids := storetest.AppendAll(t, st, "s",
-			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("q1")},
-			repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("a1")},
-			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("q2")},
-			repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("a2")},
+			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("q1")},
+			repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("a1")},
+			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("q2")},
+			repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("a2")},
 		)
 		w, err = cp.Watermark(ctx, "s")
 		require.NoError(t, err)
 		require.Equal(t, ids[3], w)
 		// Arrive during the summary: kept live after the compacted rows.
 		late := storetest.AppendAll(t, st, "s",
-			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("late q"), PlatformMessageID: "pm-1", APIContent: fixturetest.Ptr("late wire")},
-			repo.NewMessage{Role: "assistant", ToolCalls: calls},
+			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("late q"), PlatformMessageID: "pm-1", APIContent: fixturetest.Ptr("late wire")},
+			repo.MessageInput{Role: "assistant", ToolCalls: calls},
 		)
-		summary := repo.NewMessage{Role: "user", Content: fixturetest.Ptr("[CONTEXT SUMMARY]: q1/a1"), CompressedSummary: true}
-		tail := []repo.NewMessage{{Role: "user", Content: fixturetest.Ptr("q2")}, {Role: "assistant", Content: fixturetest.Ptr("a2")}}
-		n, err := cp.ArchiveAndCompact(ctx, "s", append([]repo.NewMessage{summary}, tail...), repo.CompactOptions{
+		summary := repo.MessageInput{Role: "user", Content: fixturetest.Ptr("[CONTEXT SUMMARY]: q1/a1"), CompressedSummary: true}
+		tail := []repo.MessageInput{{Role: "user", Content: fixturetest.Ptr("q2")}, {Role: "assistant", Content: fixturetest.Ptr("a2")}}
+		n, err := cp.ArchiveAndCompact(ctx, "s", append([]repo.MessageInput{summary}, tail...), repo.CompactOptions{
 			Watermark: &w, TailCount: 2, ModelConfigPatch: map[string]any{"drop": nil, "added": "v"}})
 		require.NoError(t, err)
 		require.Equal(t, 5, n)
@@ -119,17 +119,17 @@ func TestContractArchiveAndCompact(t *testing.T) {
 		require.NotEmpty(t, res)
 
 		// Without a watermark every live row is archived.
-		n, err = cp.ArchiveAndCompact(ctx, "s", []repo.NewMessage{summary}, repo.CompactOptions{})
+		n, err = cp.ArchiveAndCompact(ctx, "s", []repo.MessageInput{summary}, repo.CompactOptions{})
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 
 		// A lost lease writes nothing.
-		_, err = cp.ArchiveAndCompact(ctx, "s", []repo.NewMessage{summary}, repo.CompactOptions{LockHolder: "me"})
+		_, err = cp.ArchiveAndCompact(ctx, "s", []repo.MessageInput{summary}, repo.CompactOptions{LockHolder: "me"})
 		fixturetest.RequireKind(t, err, hs.ErrConflict)
 		storetest.Exec(t, st, `INSERT INTO compression_locks (session_id, holder, acquired_at, expires_at) VALUES ('s', 'me', 1, 4102444800)`)
-		_, err = cp.ArchiveAndCompact(ctx, "s", []repo.NewMessage{summary}, repo.CompactOptions{LockHolder: "me"})
+		_, err = cp.ArchiveAndCompact(ctx, "s", []repo.MessageInput{summary}, repo.CompactOptions{LockHolder: "me"})
 		require.NoError(t, err)
-		_, err = cp.ArchiveAndCompact(ctx, "missing", []repo.NewMessage{summary}, repo.CompactOptions{})
+		_, err = cp.ArchiveAndCompact(ctx, "missing", []repo.MessageInput{summary}, repo.CompactOptions{})
 		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 	})
 }
@@ -140,28 +140,28 @@ func TestContractResume(t *testing.T) {
 		ss := st.Sessions()
 		cp := st.Compaction()
 		mk := func(id, parent string, started float64, mc models.JSON) {
-			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli", ParentSessionID: parent, StartedAt: models.Epoch(started), ModelConfig: mc})
+			_, err := ss.Create(ctx, repo.SessionInput{ID: id, Source: "cli", ParentSessionID: parent, StartedAt: models.Epoch(started), ModelConfig: mc})
 			require.NoError(t, err)
 		}
 		// root -> (compression) mid -> (compression) tip; tip has an
 		// untagged child with messages, and a branch child.
 		mk("root", "", 1700000000, nil)
-		storetest.AppendAll(t, st, "root", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("hello"), Timestamp: 1700000001},
-			repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("hi"), Timestamp: 1700000002})
+		storetest.AppendAll(t, st, "root", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("hello"), Timestamp: 1700000001},
+			repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("hi"), Timestamp: 1700000002})
 		_, err := ss.End(ctx, "root", "compression")
 		require.NoError(t, err)
 		mk("mid", "root", 1700000100, nil)
 		// The continuation re-persists the same ask (an exact clone) and
 		// repeats it once more with no reply in between.
-		storetest.AppendAll(t, st, "mid", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("hello"), Timestamp: 1700000001},
-			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("again"), Timestamp: 1700000101},
-			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("again"), Timestamp: 1700000102},
-			repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("ok"), Timestamp: 1700000103})
+		storetest.AppendAll(t, st, "mid", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("hello"), Timestamp: 1700000001},
+			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("again"), Timestamp: 1700000101},
+			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("again"), Timestamp: 1700000102},
+			repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("ok"), Timestamp: 1700000103})
 		_, err = ss.End(ctx, "mid", "compression")
 		require.NoError(t, err)
 		mk("tip", "mid", 1700000200, nil)
 		mk("branch", "tip", 1700000300, models.MustJSON(map[string]any{"_branched_from": "tip"}))
-		storetest.AppendAll(t, st, "branch", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("b")})
+		storetest.AppendAll(t, st, "branch", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("b")})
 
 		conv, err := st.Messages().Conversation(ctx, "mid", repo.ConversationOptions{IncludeAncestors: true, IncludeRowIDs: true})
 		require.NoError(t, err)
@@ -176,7 +176,7 @@ func TestContractResume(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "tip", got, "nothing below the tip has messages (its only child is a branch)")
 		mk("untagged", "tip", 1700000400, nil)
-		storetest.AppendAll(t, st, "untagged", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("u")})
+		storetest.AppendAll(t, st, "untagged", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("u")})
 		got, err = cp.ResolveResumeID(ctx, "root")
 		require.NoError(t, err)
 		require.Equal(t, "untagged", got, "the deepest descendant with messages")
@@ -207,7 +207,7 @@ func TestContractResume(t *testing.T) {
 		// lineage with compaction-archived rows, each logical message once.
 		w, err := cp.Watermark(ctx, "mid")
 		require.NoError(t, err)
-		_, err = cp.ArchiveAndCompact(ctx, "mid", []repo.NewMessage{{Role: "user", Content: fixturetest.Ptr("[CONTEXT SUMMARY]: s"), CompressedSummary: true},
+		_, err = cp.ArchiveAndCompact(ctx, "mid", []repo.MessageInput{{Role: "user", Content: fixturetest.Ptr("[CONTEXT SUMMARY]: s"), CompressedSummary: true},
 			{Role: "assistant", Content: fixturetest.Ptr("ok"), Timestamp: 1700000103}}, repo.CompactOptions{Watermark: &w})
 		require.NoError(t, err)
 		model, display, err := cp.ResumeConversations(ctx, "mid")

@@ -139,13 +139,13 @@ func TestExportImportRoundTrip(t *testing.T) {
 func TestImportDetachesMissingParentsAndRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
 	src, _ := storetest.FreshPath(t)
-	_, err := src.Sessions().Create(ctx, repo.NewSession{ID: "p", Source: "cli", SystemPrompt: "be brief"})
+	_, err := src.Sessions().Create(ctx, repo.SessionInput{ID: "p", Source: "cli", SystemPrompt: "be brief"})
 	require.NoError(t, err)
-	_, err = src.Sessions().Create(ctx, repo.NewSession{ID: "c", Source: "cli", ParentSessionID: "p"})
+	_, err = src.Sessions().Create(ctx, repo.SessionInput{ID: "c", Source: "cli", ParentSessionID: "p"})
 	require.NoError(t, err)
-	_, err = src.Messages().Append(ctx, "c", repo.NewMessage{Role: "user", Parts: []any{map[string]any{"type": "text", "text": "hé"}}})
+	_, err = src.Messages().Append(ctx, "c", repo.MessageInput{Role: "user", Parts: []any{map[string]any{"type": "text", "text": "hé"}}})
 	require.NoError(t, err)
-	_, err = src.Messages().Append(ctx, "c", repo.NewMessage{Role: "assistant", ToolCalls: models.MustJSON([]models.ToolCall{{ID: "1", Type: "function", Function: models.ToolCallFunction{Name: "x", Arguments: `{"q": "检查"}`}}})})
+	_, err = src.Messages().Append(ctx, "c", repo.MessageInput{Role: "assistant", ToolCalls: models.MustJSON([]models.ToolCall{{ID: "1", Type: "function", Function: models.ToolCallFunction{Name: "x", Arguments: `{"q": "检查"}`}}})})
 	require.NoError(t, err)
 	// Only the child: its parent is missing from the file.
 	child := exportLines(t, src, repo.ExportFilter{}, "c")
@@ -263,18 +263,18 @@ func TestCleanupFresh(t *testing.T) {
 	ctx := context.Background()
 	st, path := storetest.FreshPath(t)
 	ss, ms, cl := st.Sessions(), st.Messages(), st.Cleanup()
-	_, err := ss.Create(ctx, repo.NewSession{ID: "p", Source: "cli", SystemPrompt: "only p"})
+	_, err := ss.Create(ctx, repo.SessionInput{ID: "p", Source: "cli", SystemPrompt: "only p"})
 	require.NoError(t, err)
-	_, err = ss.Create(ctx, repo.NewSession{ID: "keep", Source: "cli", SystemPrompt: "shared"})
+	_, err = ss.Create(ctx, repo.SessionInput{ID: "keep", Source: "cli", SystemPrompt: "shared"})
 	require.NoError(t, err)
-	_, err = ss.Create(ctx, repo.NewSession{ID: "d1", Source: "subagent", ParentSessionID: "p", ModelConfig: models.MustJSON(map[string]any{"_delegate_from": "p"})})
+	_, err = ss.Create(ctx, repo.SessionInput{ID: "d1", Source: "subagent", ParentSessionID: "p", ModelConfig: models.MustJSON(map[string]any{"_delegate_from": "p"})})
 	require.NoError(t, err)
-	_, err = ss.Create(ctx, repo.NewSession{ID: "d2", Source: "subagent", ParentSessionID: "d1", ModelConfig: models.MustJSON(map[string]any{"_delegate_from": "d1"})})
+	_, err = ss.Create(ctx, repo.SessionInput{ID: "d2", Source: "subagent", ParentSessionID: "d1", ModelConfig: models.MustJSON(map[string]any{"_delegate_from": "d1"})})
 	require.NoError(t, err)
-	_, err = ss.Create(ctx, repo.NewSession{ID: "br", Source: "cli", ParentSessionID: "p", ModelConfig: models.MustJSON(map[string]any{"_branched_from": "p"})})
+	_, err = ss.Create(ctx, repo.SessionInput{ID: "br", Source: "cli", ParentSessionID: "p", ModelConfig: models.MustJSON(map[string]any{"_branched_from": "p"})})
 	require.NoError(t, err)
 	for _, id := range []string{"p", "d1", "d2", "br", "keep"} {
-		_, err := ms.Append(ctx, id, repo.NewMessage{Role: "user", Content: models.Text("hello " + id)})
+		_, err := ms.Append(ctx, id, repo.MessageInput{Role: "user", Content: models.Text("hello " + id)})
 		require.NoError(t, err)
 		require.NoError(t, ss.UpdateTokenCounts(ctx, id, repo.TokenUpdate{InputTokens: 10, Model: "m", BillingProvider: "x", APICallCount: 1}))
 	}
@@ -339,11 +339,11 @@ func TestCleanupFresh(t *testing.T) {
 	v, err := cl.Vacuum(ctx, false)
 	require.NoError(t, err)
 	require.False(t, v.Ran)
-	big := make([]repo.NewMessage, 300)
+	big := make([]repo.MessageInput, 300)
 	for i := range big {
-		big[i] = repo.NewMessage{Role: "user", Content: models.Text(string(bytes.Repeat([]byte("x"), 4000)))}
+		big[i] = repo.MessageInput{Role: "user", Content: models.Text(string(bytes.Repeat([]byte("x"), 4000)))}
 	}
-	_, err = ss.Create(ctx, repo.NewSession{ID: "big", Source: "cli"})
+	_, err = ss.Create(ctx, repo.SessionInput{ID: "big", Source: "cli"})
 	require.NoError(t, err)
 	_, err = ms.AppendBatch(ctx, "big", big)
 	require.NoError(t, err)
@@ -371,12 +371,12 @@ func TestImportSessionIsAtomic(t *testing.T) {
 	ctx := context.Background()
 	src, _ := storetest.FreshPath(t)
 	mk := func(id string, n int) {
-		_, err := src.Sessions().Create(ctx, repo.NewSession{ID: id, Source: "cli"})
+		_, err := src.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: "cli"})
 		require.NoError(t, err)
-		batch := make([]repo.NewMessage, n)
+		batch := make([]repo.MessageInput, n)
 		for i := range batch {
 			c := fmt.Sprintf("%s message %d", id, i)
-			batch[i] = repo.NewMessage{Role: []string{"user", "assistant"}[i%2], Content: &c}
+			batch[i] = repo.MessageInput{Role: []string{"user", "assistant"}[i%2], Content: &c}
 		}
 		_, err = src.Messages().AppendBatch(ctx, id, batch)
 		require.NoError(t, err)

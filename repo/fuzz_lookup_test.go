@@ -22,7 +22,7 @@ func FuzzLookupQueries(f *testing.F) {
 	ctx := context.Background()
 	st := storetest.Fresh(f)
 	for _, id := range []string{"abc_1", "xabc", "a%b", "a_b", `a\b`, "桂林_9"} {
-		if _, err := st.Sessions().Create(ctx, repo.NewSession{ID: id, Source: "cli"}); err != nil {
+		if _, err := st.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: "cli"}); err != nil {
 			f.Fatal(err)
 		}
 		if err := st.Meta().Set(ctx, "k:"+id, "v"); err != nil {

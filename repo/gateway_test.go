@@ -83,7 +83,7 @@ func TestContractGateway(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss, gw := st.Sessions(), st.Gateway()
-		mk := func(ns repo.NewSession) {
+		mk := func(ns repo.SessionInput) {
 			_, err := ss.Create(ctx, ns)
 			require.NoError(t, err)
 		}
@@ -112,11 +112,11 @@ func TestContractGateway(t *testing.T) {
 		require.False(t, ok)
 
 		// Gateway sessions: newest row per key, open ones, by activity.
-		mk(repo.NewSession{ID: "t_old", Source: "telegram", SessionKey: "kA", ChatID: "c1", StartedAt: 1700000000})
-		mk(repo.NewSession{ID: "t_new", Source: "telegram", SessionKey: "kA", ChatID: "c1", UserID: "u1", StartedAt: 1700000100})
-		mk(repo.NewSession{ID: "d1", Source: "Discord", SessionKey: "kB", ChatID: "c2", StartedAt: 1700000200})
-		mk(repo.NewSession{ID: "cli", Source: "cli", StartedAt: 1700000300})
-		storetest.AppendAll(t, st, "t_new", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("hi"), Timestamp: 1700000500})
+		mk(repo.SessionInput{ID: "t_old", Source: "telegram", SessionKey: "kA", ChatID: "c1", StartedAt: 1700000000})
+		mk(repo.SessionInput{ID: "t_new", Source: "telegram", SessionKey: "kA", ChatID: "c1", UserID: "u1", StartedAt: 1700000100})
+		mk(repo.SessionInput{ID: "d1", Source: "Discord", SessionKey: "kB", ChatID: "c2", StartedAt: 1700000200})
+		mk(repo.SessionInput{ID: "cli", Source: "cli", StartedAt: 1700000300})
+		storetest.AppendAll(t, st, "t_new", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("hi"), Timestamp: 1700000500})
 		list, err := gw.ListSessions(ctx, "", true)
 		require.NoError(t, err)
 		require.Len(t, list, 2)
@@ -141,7 +141,7 @@ func TestContractGateway(t *testing.T) {
 		id, err = gw.FindByOrigin(ctx, repo.OriginQuery{Platform: "telegram", ChatID: "c1"})
 		require.NoError(t, err)
 		require.Equal(t, "t_new", id, "one distinct sender")
-		mk(repo.NewSession{ID: "t_other", Source: "telegram", SessionKey: "kC", ChatID: "c1", UserID: "u2", StartedAt: 1700000050})
+		mk(repo.SessionInput{ID: "t_other", Source: "telegram", SessionKey: "kC", ChatID: "c1", UserID: "u2", StartedAt: 1700000050})
 		id, err = gw.FindByOrigin(ctx, repo.OriginQuery{Platform: "telegram", ChatID: "c1"})
 		require.NoError(t, err)
 		require.Equal(t, "", id, "two senders and no user id")
@@ -176,7 +176,7 @@ func TestContractGateway(t *testing.T) {
 		require.Nil(t, peer, "a /new after the last activity fences recovery")
 		c1, dm := "c1", "dm"
 		storetest.Exec(t, st, `UPDATE sessions SET chat_type = 'dm' WHERE id = 't_other'`)
-		storetest.AppendAll(t, st, "t_other", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("x")})
+		storetest.AppendAll(t, st, "t_other", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("x")})
 		peer, err = gw.FindLatestForPeer(ctx, repo.PeerQuery{Source: "telegram", SessionKey: "kZ", UserID: "u2", ChatID: &c1, ChatType: &dm})
 		require.NoError(t, err)
 		require.Equal(t, "t_other", peer.ID, "the peer tuple when the key is unknown")
@@ -185,10 +185,10 @@ func TestContractGateway(t *testing.T) {
 		require.Nil(t, peer, "no tuple fallback without a chat type")
 
 		// Never-active keyed rows, and their pruning with routing entries.
-		mk(repo.NewSession{ID: "ghost", Source: "telegram", SessionKey: "kG", StartedAt: 1600000000})
-		mk(repo.NewSession{ID: "ghost_kid", Source: "subagent", ParentSessionID: "ghost", StartedAt: 1600000001,
+		mk(repo.SessionInput{ID: "ghost", Source: "telegram", SessionKey: "kG", StartedAt: 1600000000})
+		mk(repo.SessionInput{ID: "ghost_kid", Source: "subagent", ParentSessionID: "ghost", StartedAt: 1600000001,
 			ModelConfig: models.MustJSON(map[string]any{"_delegate_from": "ghost"})})
-		mk(repo.NewSession{ID: "fresh_ghost", Source: "telegram", SessionKey: "kH"})
+		mk(repo.SessionInput{ID: "fresh_ghost", Source: "telegram", SessionKey: "kH"})
 		require.NoError(t, st.Routing().Upsert(ctx, "s2", "kG", models.MustJSON(map[string]any{"session_id": "ghost"})))
 		never, err := gw.ListNeverActiveKeyed(ctx, 24*time.Hour)
 		require.NoError(t, err)
@@ -217,16 +217,16 @@ func TestContractExportLineageAndFTSStatus(t *testing.T) {
 		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		mk := func(id, parent string, started float64, mc models.JSON) {
-			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli", ParentSessionID: parent, StartedAt: models.Epoch(started), ModelConfig: mc})
+			_, err := ss.Create(ctx, repo.SessionInput{ID: id, Source: "cli", ParentSessionID: parent, StartedAt: models.Epoch(started), ModelConfig: mc})
 			require.NoError(t, err)
 		}
 		mk("r", "", 1700000000, nil)
-		storetest.AppendAll(t, st, "r", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("one")}, repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("two")})
+		storetest.AppendAll(t, st, "r", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("one")}, repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("two")})
 		_, err := ss.End(ctx, "r", "compression")
 		require.NoError(t, err)
 		mk("c", "r", 1700000100, nil)
 		mk("reset", "r", 1700000050, models.MustJSON(map[string]any{"_reset_from": "r"}))
-		storetest.AppendAll(t, st, "c", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("three")})
+		storetest.AppendAll(t, st, "c", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("three")})
 
 		lin, err := st.Portability().Lineage(ctx, "c")
 		require.NoError(t, err)

@@ -48,11 +48,11 @@ func TestInspectFresh(t *testing.T) {
 	ctx := context.Background()
 	st, path := storetest.FreshPath(t)
 	for _, id := range []string{"a", "b", "c", "d", "e"} {
-		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: id, Source: "cli"})
+		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: "cli"})
 		require.NoError(t, err)
 	}
 	hi := "hi"
-	_, err := st.Messages().Append(ctx, "a", repo.NewMessage{Role: "user", Content: &hi})
+	_, err := st.Messages().Append(ctx, "a", repo.MessageInput{Role: "user", Content: &hi})
 	require.NoError(t, err)
 	db := fixturetest.Raw(t, path)
 	for _, q := range []string{
@@ -113,10 +113,10 @@ func TestRecentUserMessagesFixtures(t *testing.T) {
 func TestRecentUserMessagesFresh(t *testing.T) {
 	ctx := context.Background()
 	st, path := storetest.FreshPath(t)
-	_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
+	_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 	require.NoError(t, err)
 	long := strings.Repeat("é", 85)
-	for _, m := range []repo.NewMessage{
+	for _, m := range []repo.MessageInput{
 		{Role: "user", Content: &long},
 		{Role: "assistant", Content: &long},
 		{Role: "user", Parts: []any{map[string]any{"type": "image_url"}, map[string]any{"type": "text", "text": " a \n\t b "}}},

@@ -56,17 +56,17 @@ func TestListingByActivityTable(t *testing.T) {
 		start := now - float64(r.IntN(400000))
 		switch shape := r.IntN(10); {
 		case shape < 4: // messages long before the session was created
-			_, err = ss.Create(ctx, repo.NewSession{ID: id, Source: source, StartedAt: models.Epoch(now + float64(i))})
+			_, err = ss.Create(ctx, repo.SessionInput{ID: id, Source: source, StartedAt: models.Epoch(now + float64(i))})
 			require.NoError(t, err)
-			batch := make([]repo.NewMessage, 1+r.IntN(5))
+			batch := make([]repo.MessageInput, 1+r.IntN(5))
 			t0 := now - 300000 - float64(r.IntN(200000))
 			for j := range batch {
-				batch[j] = repo.NewMessage{Role: "user", Content: models.Text("old"), Timestamp: models.Epoch(t0 + float64(j))}
+				batch[j] = repo.MessageInput{Role: "user", Content: models.Text("old"), Timestamp: models.Epoch(t0 + float64(j))}
 			}
 			_, err = ms.AppendBatch(ctx, id, batch)
 			require.NoError(t, err)
 		case shape < 6: // empty session
-			_, err = ss.Create(ctx, repo.NewSession{ID: id, Source: source, StartedAt: models.Epoch(start)})
+			_, err = ss.Create(ctx, repo.SessionInput{ID: id, Source: source, StartedAt: models.Epoch(start)})
 			require.NoError(t, err)
 		case shape < 8: // written by Hermes' code: plain SQL
 			exec("INSERT INTO sessions (id, source, started_at) VALUES (?, ?, ?)", id, source, start)
@@ -77,7 +77,7 @@ func TestListingByActivityTable(t *testing.T) {
 				exec("UPDATE sessions SET last_activity_at = ? WHERE id = ?", start+200000, id)
 			}
 		default: // insane stamps
-			_, err = ss.Create(ctx, repo.NewSession{ID: id, Source: source, StartedAt: models.Epoch(start)})
+			_, err = ss.Create(ctx, repo.SessionInput{ID: id, Source: source, StartedAt: models.Epoch(start)})
 			require.NoError(t, err)
 			exec("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', 'x', ?)", id, []float64{0, 5e12, start + 10}[r.IntN(3)])
 			if r.IntN(2) == 0 {
@@ -93,11 +93,11 @@ func TestListingByActivityTable(t *testing.T) {
 			continue
 		}
 		child := fmt.Sprintf("c%04d", i)
-		_, err = ss.Create(ctx, repo.NewSession{ID: child, Source: "cli", ParentSessionID: root})
+		_, err = ss.Create(ctx, repo.SessionInput{ID: child, Source: "cli", ParentSessionID: root})
 		if err != nil {
 			continue
 		}
-		_, err = ms.Append(ctx, child, repo.NewMessage{Role: "user", Content: models.Text("tip"), Timestamp: models.Epoch(now + 50000 + float64(r.IntN(50000)))})
+		_, err = ms.Append(ctx, child, repo.MessageInput{Role: "user", Content: models.Text("tip"), Timestamp: models.Epoch(now + 50000 + float64(r.IntN(50000)))})
 		require.NoError(t, err)
 	}
 	for i := 0; i < 30; i++ {

@@ -126,7 +126,7 @@ func TestListingFresh(t *testing.T) {
 		ss, ms, lin, ls := st.Sessions(), st.Messages(), st.Lineage(), st.Listing()
 		base := 1767000000.0
 		mk := func(id, source, parent string, at float64, mc map[string]any) {
-			ns := repo.NewSession{ID: id, Source: source, ParentSessionID: parent, StartedAt: models.Epoch(at)}
+			ns := repo.SessionInput{ID: id, Source: source, ParentSessionID: parent, StartedAt: models.Epoch(at)}
 			if mc != nil {
 				ns.ModelConfig = models.MustJSON(mc)
 			}
@@ -134,7 +134,7 @@ func TestListingFresh(t *testing.T) {
 			require.NoError(t, err)
 		}
 		msg := func(id, role string, content string, at float64, kind string) {
-			_, err := ms.Append(ctx, id, repo.NewMessage{Role: role, Content: models.Text(content), Timestamp: models.Epoch(at), DisplayKind: kind})
+			_, err := ms.Append(ctx, id, repo.MessageInput{Role: role, Content: models.Text(content), Timestamp: models.Epoch(at), DisplayKind: kind})
 			require.NoError(t, err)
 		}
 		long := "line one\nline two is long enough to be cut somewhere after sixty characters for sure"
@@ -252,25 +252,25 @@ func TestListingByActivityBounded(t *testing.T) {
 		for i := 0; i < 60; i++ {
 			id := fmt.Sprintf("s%02d", i)
 			start := base + float64(i)*100
-			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli", StartedAt: models.Epoch(start)})
+			_, err := ss.Create(ctx, repo.SessionInput{ID: id, Source: "cli", StartedAt: models.Epoch(start)})
 			require.NoError(t, err)
-			batch := make([]repo.NewMessage, 30)
+			batch := make([]repo.MessageInput, 30)
 			for j := range batch {
-				batch[j] = repo.NewMessage{Role: "user", Content: models.Text("m"), Timestamp: models.Epoch(start + float64(j))}
+				batch[j] = repo.MessageInput{Role: "user", Content: models.Text("m"), Timestamp: models.Epoch(start + float64(j))}
 			}
 			_, err = ms.AppendBatch(ctx, id, batch)
 			require.NoError(t, err)
 			last[id] = start + 29
 		}
 		// An old session active again, and a compression chain whose tip is busy.
-		_, err := ms.Append(ctx, "s05", repo.NewMessage{Role: "user", Content: models.Text("back"), Timestamp: models.Epoch(base + 9000)})
+		_, err := ms.Append(ctx, "s05", repo.MessageInput{Role: "user", Content: models.Text("back"), Timestamp: models.Epoch(base + 9000)})
 		require.NoError(t, err)
 		last["s05"] = base + 9000
 		_, err = ss.End(ctx, "s20", "compression")
 		require.NoError(t, err)
-		_, err = ss.Create(ctx, repo.NewSession{ID: "s20b", Source: "cli", ParentSessionID: "s20", StartedAt: models.Epoch(base + 8000)})
+		_, err = ss.Create(ctx, repo.SessionInput{ID: "s20b", Source: "cli", ParentSessionID: "s20", StartedAt: models.Epoch(base + 8000)})
 		require.NoError(t, err)
-		_, err = ms.Append(ctx, "s20b", repo.NewMessage{Role: "user", Content: models.Text("tip"), Timestamp: models.Epoch(base + 9500)})
+		_, err = ms.Append(ctx, "s20b", repo.MessageInput{Role: "user", Content: models.Text("tip"), Timestamp: models.Epoch(base + 9500)})
 		require.NoError(t, err)
 		last["s20"] = base + 9500
 		for id := range last {

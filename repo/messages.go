@@ -14,9 +14,9 @@ import (
 	"github.com/hermesstate/hermesstate/models"
 )
 
-// NewMessage is one message to append. Pointer fields distinguish NULL from
+// MessageInput is one message to append. Pointer fields distinguish NULL from
 // ""; empty strings of the other fields are stored as NULL.
-type NewMessage struct {
+type MessageInput struct {
 	Role string
 	// Content is the text; nil is NULL (an assistant turn that only calls
 	// tools), "" an empty reply. Ignored when Parts is set.
@@ -52,10 +52,10 @@ type Messages interface {
 	// transaction. ErrNotFound when the session does not exist, ErrConflict
 	// when it was ended by compression (append to its continuation),
 	// ErrInvalid for bad input; nothing is written on error.
-	Append(ctx context.Context, sessionID string, m NewMessage) (int64, error)
+	Append(ctx context.Context, sessionID string, m MessageInput) (int64, error)
 	// AppendBatch stores several messages of one session in one
 	// transaction (one multi-row INSERT) and returns their ids in order.
-	AppendBatch(ctx context.Context, sessionID string, ms []NewMessage) ([]int64, error)
+	AppendBatch(ctx context.Context, sessionID string, ms []MessageInput) ([]int64, error)
 	// List returns the active messages of a session ordered by id (Hermes'
 	// get_messages). ErrNotFound when the session does not exist.
 	List(ctx context.Context, sessionID string) ([]models.Message, error)
@@ -124,7 +124,7 @@ func NewMessages(db *DB) Messages {
 	return r
 }
 
-func (in *NewMessage) toRow(op, sessionID string) (*models.Message, error) {
+func (in *MessageInput) toRow(op, sessionID string) (*models.Message, error) {
 	if err := checkName(op, "role", in.Role); err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func checkAppendable(tx *gorm.DB, op, sessionID string) error {
 // The id is returned only after the COMMIT that stored the row.
 // The INSERT runs the write path's callbacks (RegisterWritePath,
 // writepath.go): normalisation, the session counters, the CJK index.
-func (r *messageRepo) Append(ctx context.Context, sessionID string, m NewMessage) (int64, error) {
+func (r *messageRepo) Append(ctx context.Context, sessionID string, m MessageInput) (int64, error) {
 	const op = "messages.append"
 	if err := checkID(op, sessionID); err != nil {
 		return 0, err
@@ -251,7 +251,7 @@ func (r *messageRepo) Append(ctx context.Context, sessionID string, m NewMessage
 	return c.id, c.err
 }
 
-func (r *messageRepo) AppendBatch(ctx context.Context, sessionID string, ms []NewMessage) ([]int64, error) {
+func (r *messageRepo) AppendBatch(ctx context.Context, sessionID string, ms []MessageInput) ([]int64, error) {
 	if len(ms) == 0 {
 		return nil, nil
 	}
@@ -262,7 +262,7 @@ func (r *messageRepo) AppendBatch(ctx context.Context, sessionID string, ms []Ne
 // a message row binds 25 values).
 const batchRows = 500
 
-func (r *messageRepo) append(ctx context.Context, op, sessionID string, ms []NewMessage) ([]int64, error) {
+func (r *messageRepo) append(ctx context.Context, op, sessionID string, ms []MessageInput) ([]int64, error) {
 	if err := checkID(op, sessionID); err != nil {
 		return nil, err
 	}

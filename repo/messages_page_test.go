@@ -22,18 +22,18 @@ func TestContractMessagePage(t *testing.T) {
 		ctx := fixturetest.Ctx(t)
 		ss, ms := st.Sessions(), st.Messages()
 		for _, id := range []string{"p", "other"} {
-			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli"})
+			_, err := ss.Create(ctx, repo.SessionInput{ID: id, Source: "cli"})
 			require.NoError(t, err)
 		}
 		// Interleave another session's rows so ids of "p" have gaps.
 		for b := 0; b < 5; b++ {
-			var batch []repo.NewMessage
+			var batch []repo.MessageInput
 			for i := 0; i < 50; i++ {
-				batch = append(batch, repo.NewMessage{Role: "user", Content: models.Text(fmt.Sprintf("m%03d", b*50+i))})
+				batch = append(batch, repo.MessageInput{Role: "user", Content: models.Text(fmt.Sprintf("m%03d", b*50+i))})
 			}
 			_, err := ms.AppendBatch(ctx, "p", batch)
 			require.NoError(t, err)
-			_, err = ms.Append(ctx, "other", repo.NewMessage{Role: "user", Content: models.Text("x")})
+			_, err = ms.Append(ctx, "other", repo.MessageInput{Role: "user", Content: models.Text("x")})
 			require.NoError(t, err)
 		}
 		all, err := ms.List(ctx, "p")
@@ -89,7 +89,7 @@ func TestContractMessagePage(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 5, pg.Total)
 		require.Empty(t, pg.Messages)
-		_, err = ss.Create(ctx, repo.NewSession{ID: "empty", Source: "cli"})
+		_, err = ss.Create(ctx, repo.SessionInput{ID: "empty", Source: "cli"})
 		require.NoError(t, err)
 		pg, err = ms.Page(ctx, "empty", repo.PageOptions{})
 		require.NoError(t, err)
@@ -115,11 +115,11 @@ func TestMessagePageInactive(t *testing.T) {
 	st, err := hs.Open(ctx, hs.Config{Path: path})
 	require.NoError(t, err)
 	defer st.Close()
-	_, err = st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
+	_, err = st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 	require.NoError(t, err)
-	var batch []repo.NewMessage
+	var batch []repo.MessageInput
 	for i := 0; i < 10; i++ {
-		batch = append(batch, repo.NewMessage{Role: "user", Content: models.Text(fmt.Sprint(i))})
+		batch = append(batch, repo.MessageInput{Role: "user", Content: models.Text(fmt.Sprint(i))})
 	}
 	ids, err := st.Messages().AppendBatch(ctx, "s", batch)
 	require.NoError(t, err)

@@ -174,7 +174,7 @@ func TestLineageFresh(t *testing.T) {
 		ctx := context.Background()
 		ss, lin := st.Sessions(), st.Lineage()
 		mk := func(id, parent string, mc map[string]any) {
-			ns := repo.NewSession{ID: id, Source: "cli", ParentSessionID: parent}
+			ns := repo.SessionInput{ID: id, Source: "cli", ParentSessionID: parent}
 			if mc != nil {
 				ns.ModelConfig = models.MustJSON(mc)
 			}

@@ -24,7 +24,7 @@ func TestParityTokenCountsAbsolute(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
-		_, err := ss.Create(ctx, repo.NewSession{ID: "s1", Source: "telegram"})
+		_, err := ss.Create(ctx, repo.SessionInput{ID: "s1", Source: "telegram"})
 		require.NoError(t, err)
 
 		// Absolute mode SETS actual_cost_usd when a value is given
@@ -53,7 +53,7 @@ func TestParityTokenCountsAbsolute(t *testing.T) {
 
 		// A report with a model but no usage fills a NULL model (the row
 		// guard upserts model = COALESCE(model, ?)); it never replaces one.
-		_, err = ss.Create(ctx, repo.NewSession{ID: "s2", Source: "cli"})
+		_, err = ss.Create(ctx, repo.SessionInput{ID: "s2", Source: "cli"})
 		require.NoError(t, err)
 		require.NoError(t, ss.UpdateTokenCounts(ctx, "s2", repo.TokenUpdate{Model: "m-first", BillingProvider: "p1"}))
 		got, err = ss.Get(ctx, "s2")
@@ -85,7 +85,7 @@ func TestParityTokenCountsAbsolute(t *testing.T) {
 		// NULL token counters (rows written by old versions) stay NULL in
 		// delta mode ("input_tokens = input_tokens + ?"); api_call_count
 		// is COALESCEd; absolute mode sets them.
-		_, err = ss.Create(ctx, repo.NewSession{ID: "s4", Source: "cli"})
+		_, err = ss.Create(ctx, repo.SessionInput{ID: "s4", Source: "cli"})
 		require.NoError(t, err)
 		storetest.Exec(t, st, `UPDATE sessions SET input_tokens = NULL, output_tokens = NULL, api_call_count = NULL WHERE id = 's4'`)
 		require.NoError(t, ss.UpdateTokenCounts(ctx, "s4", repo.TokenUpdate{InputTokens: 5, OutputTokens: 6, APICallCount: 1}))
@@ -110,7 +110,7 @@ func TestParityPromptGCKeepsToolNames(t *testing.T) {
 		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		mk := func(id, prompt string) {
-			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli", SystemPrompt: prompt, StartedAt: 1700000000})
+			_, err := ss.Create(ctx, repo.SessionInput{ID: id, Source: "cli", SystemPrompt: prompt, StartedAt: 1700000000})
 			require.NoError(t, err)
 		}
 		promptRows := func() int64 {
@@ -123,7 +123,7 @@ func TestParityPromptGCKeepsToolNames(t *testing.T) {
 		mk("a", "prompt A")
 		mk("b", "prompt B")
 		mk("c", "prompt C")
-		_, err := ss.Create(ctx, repo.NewSession{ID: "holder", Source: "cli"})
+		_, err := ss.Create(ctx, repo.SessionInput{ID: "holder", Source: "cli"})
 		require.NoError(t, err)
 		for _, p := range []string{"prompt A", "prompt B", "prompt C"} {
 			storetest.Exec(t, st, `UPDATE sessions SET tool_names = ? WHERE id = 'holder'`, repo.PromptHash(p))
@@ -159,7 +159,7 @@ func TestParityCompressionChildChoice(t *testing.T) {
 		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		mk := func(id, parent string, started float64) {
-			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli", ParentSessionID: parent, StartedAt: models.Epoch(started)})
+			_, err := ss.Create(ctx, repo.SessionInput{ID: id, Source: "cli", ParentSessionID: parent, StartedAt: models.Epoch(started)})
 			require.NoError(t, err)
 		}
 		end := func(id, reason string) {
@@ -168,7 +168,7 @@ func TestParityCompressionChildChoice(t *testing.T) {
 		}
 		say := func(id string, ts float64) {
 			c := "hi"
-			_, err := st.Messages().Append(ctx, id, repo.NewMessage{Role: "user", Content: &c, Timestamp: models.Epoch(ts)})
+			_, err := st.Messages().Append(ctx, id, repo.MessageInput{Role: "user", Content: &c, Timestamp: models.Epoch(ts)})
 			require.NoError(t, err)
 		}
 		chain := func(id string) []string {
@@ -232,10 +232,10 @@ func TestParityCompressionChildChoice(t *testing.T) {
 func TestParityReplay(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
-		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
+		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 		require.NoError(t, err)
 		calls := models.MustJSON([]map[string]any{{"id": "c1", "type": "function", "function": map[string]any{"name": "memory", "arguments": "{}"}}})
-		msgs := []repo.NewMessage{
+		msgs := []repo.MessageInput{
 			{Role: "user", Content: fixturetest.Ptr("first question")},
 			{Role: "assistant", Content: fixturetest.Ptr("answer"), FinishReason: fixturetest.Ptr(""), Reasoning: fixturetest.Ptr(""), ReasoningContent: fixturetest.Ptr("")},
 			{Role: "user", Content: fixturetest.Ptr("  Review the conversation above and consider saving to memory. Be brief.")},

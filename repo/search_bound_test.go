@@ -23,12 +23,12 @@ import (
 func TestSearchHugeMessageIsBounded(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
-		s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+		s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 		require.NoError(t, err)
 		huge := "intro text first. " + strings.Repeat("kubernetes pods ", 1<<17)
-		hugeID, err := st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: models.Text(huge)})
+		hugeID, err := st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: models.Text(huge)})
 		require.NoError(t, err)
-		smallID, err := st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "assistant", Content: models.Text("restart the kubernetes deployment")})
+		smallID, err := st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "assistant", Content: models.Text("restart the kubernetes deployment")})
 		require.NoError(t, err)
 		for _, sort := range []string{"", "newest", "oldest"} {
 			dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -56,9 +56,9 @@ func TestSearchHugeMessageIsBounded(t *testing.T) {
 func TestSearchQueryTermCap(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
-		s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+		s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 		require.NoError(t, err)
-		_, err = st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: models.Text("a b c d e f g h")})
+		_, err = st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: models.Text("a b c d e f g h")})
 		require.NoError(t, err)
 		long := strings.TrimSpace(strings.Repeat("a b ", 400))
 		_, err = st.Search().Messages(ctx, long, repo.SearchOptions{Sort: "newest"})

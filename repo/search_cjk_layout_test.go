@@ -70,7 +70,7 @@ func TestCJKPostingsChunksEditsDeletes(t *testing.T) {
 	ctx := context.Background()
 	st, path := openSearchStore(t)
 	db := fixturetest.Raw(t, path)
-	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 	n := 0
 	text := func() string {
@@ -78,15 +78,15 @@ func TestCJKPostingsChunksEditsDeletes(t *testing.T) {
 		return fmt.Sprintf("第%d条：我想去桂林旅游 %s", n, []string{"漓江", "阳朔", "东京", "検索"}[n%4])
 	}
 	for b := 0; b < 12; b++ {
-		batch := make([]repo.NewMessage, 100)
+		batch := make([]repo.MessageInput, 100)
 		for i := range batch {
-			batch[i] = repo.NewMessage{Role: "user", Content: models.Text(text()), Timestamp: models.Epoch(float64(1000 + n))}
+			batch[i] = repo.MessageInput{Role: "user", Content: models.Text(text()), Timestamp: models.Epoch(float64(1000 + n))}
 		}
 		_, err := st.Messages().AppendBatch(ctx, s.ID, batch)
 		require.NoError(t, err)
 	}
 	for i := 0; i < 50; i++ {
-		_, err := st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "assistant", Content: models.Text(text()), Timestamp: models.Epoch(float64(1000 + n))})
+		_, err := st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "assistant", Content: models.Text(text()), Timestamp: models.Epoch(float64(1000 + n))})
 		require.NoError(t, err)
 	}
 	for i := 0; i < 20; i++ { // another program's inserts: queued, indexed on the next CJK search
@@ -190,7 +190,7 @@ func TestCJKLegacyIndexConverted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	st, err := hs.Open(ctx, hs.Config{Path: path})
 	require.NoError(t, err)
-	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "telegram"})
+	s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "telegram"})
 	require.NoError(t, err)
 	zh := []rune("我想去旅游推荐一下路线到阳朔可以坐船游漓江大约四个小时修改服务端的配置文件天气很好")
 	for i := 0; i < 400; i++ {
@@ -198,7 +198,7 @@ func TestCJKLegacyIndexConverted(t *testing.T) {
 		for j := 0; j < 10+i%25; j++ {
 			b.WriteRune(zh[(i*7+j*3)%len(zh)])
 		}
-		_, err := st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: models.Text(b.String() + " docker"), Timestamp: models.Epoch(float64(1000 + i))})
+		_, err := st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: models.Text(b.String() + " docker"), Timestamp: models.Epoch(float64(1000 + i))})
 		require.NoError(t, err)
 	}
 	require.NoError(t, st.Close())

@@ -18,7 +18,7 @@ import (
 func TestSearchCJKServedByIndex(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openSearchStore(t)
-	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "telegram"})
+	s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "telegram"})
 	require.NoError(t, err)
 	texts := []string{
 		"我想去广西桂林旅游，推荐一下路线",           // 1
@@ -30,7 +30,7 @@ func TestSearchCJKServedByIndex(t *testing.T) {
 		"桂花很香",                       // 7
 	}
 	for i, c := range texts {
-		_, err := st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: models.Text(c), Timestamp: models.Epoch(1000 + i)})
+		_, err := st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: models.Text(c), Timestamp: models.Epoch(1000 + i)})
 		require.NoError(t, err)
 	}
 	for _, c := range []struct {

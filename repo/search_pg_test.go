@@ -101,9 +101,9 @@ func pgRankOrderIDs(t *testing.T, st *hs.Store, tsq string, limit, offset int) [
 func TestPostgresRankPageFromCandidates(t *testing.T) {
 	st := storetest.Open(t, storetest.Postgres, hs.Config{})
 	ctx := fixturetest.Ctx(t)
-	_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
+	_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 	require.NoError(t, err)
-	var batch []repo.NewMessage
+	var batch []repo.MessageInput
 	for i := 0; i < 600; i++ {
 		text := "alpha filler words here"
 		switch {
@@ -112,7 +112,7 @@ func TestPostgresRankPageFromCandidates(t *testing.T) {
 		case i%3 == 1:
 			text = "alpha beta gamma delta"
 		}
-		batch = append(batch, repo.NewMessage{Role: "user", Content: models.Text(text), Timestamp: models.Epoch(1767225600 + float64(i%250))})
+		batch = append(batch, repo.MessageInput{Role: "user", Content: models.Text(text), Timestamp: models.Epoch(1767225600 + float64(i%250))})
 	}
 	ids := storetest.AppendAll(t, st, "s", batch...)
 	check := func(t *testing.T, q, tsq string) {
@@ -156,9 +156,9 @@ func TestPostgresRankPageFromCandidates(t *testing.T) {
 func TestSearchExplainOnPostgres(t *testing.T) {
 	st := storetest.Open(t, storetest.Postgres, hs.Config{})
 	ctx := fixturetest.Ctx(t)
-	_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
+	_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 	require.NoError(t, err)
-	storetest.AppendAll(t, st, "s", repo.NewMessage{Role: "user", Content: models.Text("alpha beta")})
+	storetest.AppendAll(t, st, "s", repo.MessageInput{Role: "user", Content: models.Text("alpha beta")})
 	res, err := st.Search().Explain(ctx, "alpha", repo.SearchOptions{})
 	require.NoError(t, err)
 	require.Len(t, res.Hits, 1)
@@ -192,13 +192,13 @@ func pgScanIDs(t *testing.T, st *hs.Store, toks []string) []int64 {
 func TestPostgresShortCJKFromIndex(t *testing.T) {
 	st := storetest.Open(t, storetest.Postgres, hs.Config{})
 	ctx := fixturetest.Ctx(t)
-	_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
+	_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 	require.NoError(t, err)
 	texts := []string{"广西桂林的山水很美", "桂花", "去桂林旅游", "検索エンジンの設定", "한국어 검색", "𠀀𠀁 rare", "abc桂xyz",
 		"plain english text", "林", "ひらがな", "", "桂"}
-	var batch []repo.NewMessage
+	var batch []repo.MessageInput
 	for i := 0; i < 3000; i++ {
-		m := repo.NewMessage{Role: "user", Content: models.Text(fmt.Sprintf("filler message %d about nothing", i)), Timestamp: models.Epoch(1767225600 + float64(i%700))}
+		m := repo.MessageInput{Role: "user", Content: models.Text(fmt.Sprintf("filler message %d about nothing", i)), Timestamp: models.Epoch(1767225600 + float64(i%700))}
 		if i%25 == 0 {
 			m.Content = models.Text(texts[(i/25)%len(texts)])
 		}

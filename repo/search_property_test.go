@@ -44,7 +44,7 @@ func TestSearchPropertyRandomWrites(t *testing.T) {
 		db := fixturetest.Raw(t, path)
 		var sessions []string
 		for i := 0; i < 3; i++ {
-			s, err := st.Sessions().Create(ctx, repo.NewSession{Source: []string{"cli", "telegram", "cron"}[i]})
+			s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: []string{"cli", "telegram", "cron"}[i]})
 			require.NoError(t, err)
 			sessions = append(sessions, s.ID)
 		}
@@ -53,7 +53,7 @@ func TestSearchPropertyRandomWrites(t *testing.T) {
 			sid := sessions[r.Intn(len(sessions))]
 			switch k := r.Intn(10); {
 			case k < 4 || len(ids) == 0:
-				m := repo.NewMessage{Role: "user", Content: models.Text(propText(r))}
+				m := repo.MessageInput{Role: "user", Content: models.Text(propText(r))}
 				if r.Intn(4) == 0 {
 					m.Role, m.ToolName, m.ToolCallID = "tool", propWords[r.Intn(len(propWords))], "c1"
 				}

@@ -31,11 +31,11 @@ func metaValue(t *testing.T, path, key string) (string, bool) {
 func TestSearchRebuildChunkedResumable(t *testing.T) {
 	ctx := context.Background()
 	st, path := openSearchStore(t)
-	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
-	var batch []repo.NewMessage
+	var batch []repo.MessageInput
 	for i := 0; i < 250; i++ {
-		batch = append(batch, repo.NewMessage{Role: "user", Content: models.Text(fmt.Sprintf("row %d wombat 桂林", i))})
+		batch = append(batch, repo.MessageInput{Role: "user", Content: models.Text(fmt.Sprintf("row %d wombat 桂林", i))})
 	}
 	_, err = st.Messages().AppendBatch(ctx, s.ID, batch)
 	require.NoError(t, err)
@@ -54,7 +54,7 @@ func TestSearchRebuildChunkedResumable(t *testing.T) {
 
 	// Pending: a new row is indexed by the trigger, old rows come from the
 	// index (<= progress) or the gap scan.
-	_, err = st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: models.Text("late wombat")})
+	_, err = st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: models.Text("late wombat")})
 	require.NoError(t, err)
 	hits, err := st.Search().Messages(ctx, "wombat", repo.SearchOptions{Limit: 1000})
 	require.NoError(t, err)

@@ -38,7 +38,7 @@ func hitIDs(h []repo.SearchHit) []int64 {
 func TestSearchFindsRowsInsertedByPlainSQL(t *testing.T) {
 	ctx := context.Background()
 	st, path := openSearchStore(t)
-	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 	db := fixturetest.Raw(t, path)
 	_, err = db.Exec(`INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', 'the zanzibar deployment in 桂林 failed', 100.0)`, s.ID)
@@ -99,10 +99,10 @@ func TestSearchInvalidAndEmpty(t *testing.T) {
 func FuzzSearch(f *testing.F) {
 	ctx := context.Background()
 	st, _ := openSearchStore(f)
-	s, err := st.Sessions().Create(ctx, repo.NewSession{Source: "cli"})
+	s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(f, err)
 	for _, c := range []string{"docker image deploy", "广西桂林 旅游", "修改youer服务端的配置文件", "my-app.config.ts c++ TODO: fix"} {
-		_, err := st.Messages().Append(ctx, s.ID, repo.NewMessage{Role: "user", Content: models.Text(c)})
+		_, err := st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: models.Text(c)})
 		require.NoError(f, err)
 	}
 	for _, q := range []string{"docker", "-", `"" OR ""`, "\x00", "桂", "广西 OR 桂林", "a NOT", "x - y", "NEAR(a b)", "deploy*", "%", "_"} {

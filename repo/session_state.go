@@ -63,7 +63,7 @@ type ArchiveOptions struct {
 type SessionState interface {
 	// Ensure upserts a session like Sessions.Create, with source
 	// "unknown" when none is given (Hermes' ensure_session).
-	Ensure(ctx context.Context, s NewSession) (*models.Session, error)
+	Ensure(ctx context.Context, s SessionInput) (*models.Session, error)
 	// UpdateModel records a mid-session /model switch: model is set, the
 	// model (and provider when given) merged into model_config with any
 	// browser runtime lock removed, and the stored system prompt dropped
@@ -137,7 +137,7 @@ type sessionStateRepo struct{ db *DB }
 // NewSessionState returns the GORM implementation of SessionState.
 func NewSessionState(db *DB) SessionState { return &sessionStateRepo{db} }
 
-func (r *sessionStateRepo) Ensure(ctx context.Context, in NewSession) (*models.Session, error) {
+func (r *sessionStateRepo) Ensure(ctx context.Context, in SessionInput) (*models.Session, error) {
 	if in.Source == "" {
 		in.Source = "unknown"
 	}

@@ -46,14 +46,14 @@ func TestContractSessionState(t *testing.T) {
 		ctx := fixturetest.Ctx(t)
 		ss, sst := st.Sessions(), st.SessionState()
 
-		e, err := sst.Ensure(ctx, repo.NewSession{ID: "e"})
+		e, err := sst.Ensure(ctx, repo.SessionInput{ID: "e"})
 		require.NoError(t, err)
 		require.Equal(t, "unknown", e.Source)
-		e, err = sst.Ensure(ctx, repo.NewSession{ID: "e", Source: "telegram", Model: "m0"})
+		e, err = sst.Ensure(ctx, repo.SessionInput{ID: "e", Source: "telegram", Model: "m0"})
 		require.NoError(t, err)
 		require.Equal(t, "telegram", e.Source, "the placeholder source is replaced")
 
-		_, err = ss.Create(ctx, repo.NewSession{ID: "s", Source: "cli", Model: "m1", SystemPrompt: "Model: m1",
+		_, err = ss.Create(ctx, repo.SessionInput{ID: "s", Source: "cli", Model: "m1", SystemPrompt: "Model: m1",
 			ModelConfig: models.MustJSON(map[string]any{"_branched_from": "p", "browser_model_lock": map[string]any{"x": 1}, "temperature": 0.5})})
 		require.NoError(t, err)
 		got, err := ss.Get(ctx, "s")
@@ -163,7 +163,7 @@ func TestContractSessionLifecycle(t *testing.T) {
 		ctx := fixturetest.Ctx(t)
 		ss, sst := st.Sessions(), st.SessionState()
 		mk := func(id, parent, key string, started float64) {
-			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "telegram", ParentSessionID: parent, SessionKey: key, StartedAt: models.Epoch(started)})
+			_, err := ss.Create(ctx, repo.SessionInput{ID: id, Source: "telegram", ParentSessionID: parent, SessionKey: key, StartedAt: models.Epoch(started)})
 			require.NoError(t, err)
 		}
 		generation := func() int64 {
@@ -266,9 +266,9 @@ func TestContractSessionLifecycle(t *testing.T) {
 			mk(id, "", "", 1700002000)
 		}
 		calls := models.MustJSON([]map[string]any{{"id": "x"}})
-		storetest.AppendAll(t, st, "c1", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("q")}, repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("a")})
-		storetest.AppendAll(t, st, "c2", repo.NewMessage{Role: "assistant", ToolCalls: calls})
-		storetest.AppendAll(t, st, "c3", repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("x"), FinishReason: fixturetest.Ptr(" Error ")})
+		storetest.AppendAll(t, st, "c1", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("q")}, repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("a")})
+		storetest.AppendAll(t, st, "c2", repo.MessageInput{Role: "assistant", ToolCalls: calls})
+		storetest.AppendAll(t, st, "c3", repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("x"), FinishReason: fixturetest.Ptr(" Error ")})
 		statuses, err := sst.LifecycleStatuses(ctx, []string{"c1", "c2", "c3", "c4", "missing", ""})
 		require.NoError(t, err)
 		require.Equal(t, map[string]string{"c1": "complete", "c2": "interrupted", "c3": "error", "c4": "empty", "missing": "empty"}, statuses)
@@ -280,7 +280,7 @@ func TestContractLookupAndUsage(t *testing.T) {
 		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		mk := func(id, parent, source, title string, started float64, mc models.JSON) {
-			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: source, ParentSessionID: parent, StartedAt: models.Epoch(started), ModelConfig: mc})
+			_, err := ss.Create(ctx, repo.SessionInput{ID: id, Source: source, ParentSessionID: parent, StartedAt: models.Epoch(started), ModelConfig: mc})
 			require.NoError(t, err)
 			if title != "" {
 				_, err = st.Titles().Set(ctx, id, title)
@@ -288,7 +288,7 @@ func TestContractLookupAndUsage(t *testing.T) {
 			}
 		}
 		mk("abc_root", "", "cli", "AN-94 rollout", 1700000000, nil)
-		storetest.AppendAll(t, st, "abc_root", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("start the rollout")})
+		storetest.AppendAll(t, st, "abc_root", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("start the rollout")})
 		_, err := ss.End(ctx, "abc_root", "compression")
 		require.NoError(t, err)
 		mk("zzz_tip", "abc_root", "cli", "", 1700000100, nil)
@@ -366,7 +366,7 @@ func TestContractLookupAndUsage(t *testing.T) {
 		require.NoError(t, ss.UpdateTokenCounts(ctx, "abc_root", repo.TokenUpdate{InputTokens: 10, OutputTokens: 5, APICallCount: 1,
 			Model: "m1", BillingProvider: "p1", EstimatedCostUSD: fixturetest.Ptr(0.5)}))
 		require.NoError(t, ss.UpdateTokenCounts(ctx, "abc", repo.TokenUpdate{InputTokens: 1, APICallCount: 1, ActualCostUSD: fixturetest.Ptr(2.0)}))
-		storetest.AppendAll(t, st, "abc", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("q")})
+		storetest.AppendAll(t, st, "abc", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("q")})
 		tot, err := us.Totals(ctx, repo.TotalsOptions{})
 		require.NoError(t, err)
 		require.Equal(t, repo.Totals{Tokens: 16, CostUSD: 2.5}, tot)

@@ -16,8 +16,8 @@ import (
 	"github.com/hermesstate/hermesstate/models"
 )
 
-// NewSession describes a session to create. Empty strings mean "not given".
-type NewSession struct {
+// SessionInput describes a session to create. Empty strings mean "not given".
+type SessionInput struct {
 	// ID is the session id; empty mints one in Hermes' form.
 	ID string
 	// Source is the platform: cli, telegram, discord, cron, subagent, ...
@@ -49,7 +49,7 @@ type Sessions interface {
 	// a compression continuation also its gateway routing. It returns the
 	// row as stored, ErrInvalid for bad input, ErrNotFound when the parent
 	// does not exist.
-	Create(ctx context.Context, s NewSession) (*models.Session, error)
+	Create(ctx context.Context, s SessionInput) (*models.Session, error)
 	// Get returns the session with system_prompt resolved through
 	// system_prompts and the _reset_from / _branched_from markers lifted
 	// out of model_config, or ErrNotFound.
@@ -160,7 +160,7 @@ func storePrompt(tx *gorm.DB, prompt string) (string, error) {
 	return h, err
 }
 
-func (r *sessionRepo) Create(ctx context.Context, in NewSession) (*models.Session, error) {
+func (r *sessionRepo) Create(ctx context.Context, in SessionInput) (*models.Session, error) {
 	const op = "sessions.create"
 	if in.ID == "" {
 		in.ID = NewSessionID()
@@ -203,7 +203,7 @@ func (r *sessionRepo) Create(ctx context.Context, in NewSession) (*models.Sessio
 	return out, err
 }
 
-func createSession(tx *gorm.DB, in NewSession) (*models.Session, error) {
+func createSession(tx *gorm.DB, in SessionInput) (*models.Session, error) {
 	const op = "sessions.create"
 	if err := lockSession(tx, in.ID); err != nil {
 		return nil, err
@@ -262,7 +262,7 @@ func createSession(tx *gorm.DB, in NewSession) (*models.Session, error) {
 
 // insertSession inserts a new session row (what it inherits from parent
 // included) and reads it back.
-func insertSession(tx *gorm.DB, in NewSession, hash *string, parent *models.Session) (*models.Session, error) {
+func insertSession(tx *gorm.DB, in SessionInput, hash *string, parent *models.Session) (*models.Session, error) {
 	s := &models.Session{
 		ID: in.ID, Source: in.Source, UserID: models.TextOrNil(in.UserID),
 		SessionKey: models.TextOrNil(in.SessionKey), ChatID: models.TextOrNil(in.ChatID),
@@ -284,7 +284,7 @@ func insertSession(tx *gorm.DB, in NewSession, hash *string, parent *models.Sess
 
 // sessionUpsert returns the columns a create of an existing session sets:
 // what an earlier writer left empty and in gives (what it set is kept).
-func sessionUpsert(op string, existing *models.Session, in NewSession, hash *string) (map[string]any, error) {
+func sessionUpsert(op string, existing *models.Session, in SessionInput, hash *string) (map[string]any, error) {
 	up := map[string]any{}
 	fill := func(col string, cur *string, v string) {
 		if cur == nil && v != "" {

@@ -17,9 +17,9 @@ func TestUsageFresh(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		ss, us := st.Sessions(), st.Usage()
-		_, err := ss.Create(ctx, repo.NewSession{ID: "a", Source: "cli"})
+		_, err := ss.Create(ctx, repo.SessionInput{ID: "a", Source: "cli"})
 		require.NoError(t, err)
-		_, err = ss.Create(ctx, repo.NewSession{ID: "b", Source: "telegram"})
+		_, err = ss.Create(ctx, repo.SessionInput{ID: "b", Source: "telegram"})
 		require.NoError(t, err)
 		cost := 0.5
 		require.NoError(t, ss.UpdateTokenCounts(ctx, "a", repo.TokenUpdate{InputTokens: 100, OutputTokens: 10, APICallCount: 1, Model: "m1", BillingProvider: "p", EstimatedCostUSD: &cost}))

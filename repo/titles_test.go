@@ -116,7 +116,7 @@ func TestTitlesFresh(t *testing.T) {
 		ctx := context.Background()
 		ss, tl := st.Sessions(), st.Titles()
 		mk := func(id string) {
-			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli"})
+			_, err := ss.Create(ctx, repo.SessionInput{ID: id, Source: "cli"})
 			require.NoError(t, err)
 		}
 		mk("a")
@@ -182,7 +182,7 @@ func TestTitlesFresh(t *testing.T) {
 		require.NoError(t, err)
 		_, err = ss.End(ctx, "root", "compression")
 		require.NoError(t, err)
-		_, err = ss.Create(ctx, repo.NewSession{ID: "tip", Source: "cli", ParentSessionID: "root"})
+		_, err = ss.Create(ctx, repo.SessionInput{ID: "tip", Source: "cli", ParentSessionID: "root"})
 		require.NoError(t, err)
 		ok, err = tl.Set(ctx, "tip", "Long chat")
 		require.NoError(t, err)
@@ -219,7 +219,7 @@ func TestBotChatTitle(t *testing.T) {
 		ctx := context.Background()
 		ss, tl := st.Sessions(), st.Titles()
 		for _, id := range []string{"bot", "new", "dm"} {
-			_, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli"})
+			_, err := ss.Create(ctx, repo.SessionInput{ID: id, Source: "cli"})
 			require.NoError(t, err)
 		}
 		_, err := tl.Set(ctx, "bot", repo.BotChatTitle)

@@ -105,7 +105,7 @@ type Transcript interface {
 	// counters are set to what was inserted. It returns the number of rows
 	// inserted. ErrNotFound for a missing session, ErrConflict for one
 	// ended by compression, ErrInvalid for a bad message.
-	Replace(ctx context.Context, sessionID string, msgs []NewMessage, opt ReplaceOptions) (int, error)
+	Replace(ctx context.Context, sessionID string, msgs []MessageInput, opt ReplaceOptions) (int, error)
 	// DeleteMessages deletes the given rows of the session and, when any
 	// went, recounts message_count and tool_call_count from the live rows
 	// and stamps last_activity_at. It returns how many rows were deleted
@@ -364,7 +364,7 @@ func endedByCompression(tx *gorm.DB, sid string) (exists, compressed bool, err e
 // _insert_message_rows writes them: reasoning only on assistant rows, and
 // timestamps that keep increasing (a row without a valid timestamp gets
 // the running clock, which then moves past every row by a microsecond).
-func freshRows(op, sid string, msgs []NewMessage) ([]*models.Message, int64, error) {
+func freshRows(op, sid string, msgs []MessageInput) ([]*models.Message, int64, error) {
 	rows := make([]*models.Message, len(msgs))
 	var tools int64
 	now := float64(models.Now())
@@ -395,7 +395,7 @@ func insertFresh(tx *gorm.DB, rows []*models.Message) error {
 	return tx.CreateInBatches(rows, batchRows).Error
 }
 
-func (r *transcriptRepo) Replace(ctx context.Context, sid string, msgs []NewMessage, opt ReplaceOptions) (int, error) {
+func (r *transcriptRepo) Replace(ctx context.Context, sid string, msgs []MessageInput, opt ReplaceOptions) (int, error) {
 	const op = "transcript.replace"
 	if err := checkID(op, sid); err != nil {
 		return 0, err

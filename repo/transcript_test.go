@@ -70,11 +70,11 @@ func TestContractTranscriptGet(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		tr := st.Transcript()
-		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
+		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 		require.NoError(t, err)
-		var ms []repo.NewMessage
+		var ms []repo.MessageInput
 		for i := 0; i < 6; i++ {
-			ms = append(ms, repo.NewMessage{Role: "user", Content: fixturetest.Ptr("m" + string(rune('0'+i))), Timestamp: models.Epoch(1700000000 + float64(i))})
+			ms = append(ms, repo.MessageInput{Role: "user", Content: fixturetest.Ptr("m" + string(rune('0'+i))), Timestamp: models.Epoch(1700000000 + float64(i))})
 		}
 		ids := storetest.AppendAll(t, st, "s", ms...)
 
@@ -99,7 +99,7 @@ func TestContractTranscriptGet(t *testing.T) {
 		// copy (same role, content, timestamp and tool fields).
 		storetest.Exec(t, st, `UPDATE messages SET active = 0 WHERE id = ?`, ids[5])
 		storetest.Exec(t, st, `UPDATE messages SET active = 0, compacted = 1 WHERE id IN (?, ?)`, ids[0], ids[1])
-		storetest.AppendAll(t, st, "s", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("m1"), Timestamp: 1700000001})
+		storetest.AppendAll(t, st, "s", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("m1"), Timestamp: 1700000001})
 		got, err = tr.Get(ctx, "s", repo.GetOptions{})
 		require.NoError(t, err)
 		live := msgIDs(got)
@@ -134,13 +134,13 @@ func TestContractTranscriptAround(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		for _, id := range []string{"a", "b"} {
-			_, err := st.Sessions().Create(ctx, repo.NewSession{ID: id, Source: "cli"})
+			_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: "cli"})
 			require.NoError(t, err)
 		}
 		var ids []int64
 		for i := 0; i < 5; i++ {
-			ids = append(ids, storetest.AppendAll(t, st, "a", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("x")})...)
-			storetest.AppendAll(t, st, "b", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("y")})
+			ids = append(ids, storetest.AppendAll(t, st, "a", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("x")})...)
+			storetest.AppendAll(t, st, "b", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("y")})
 		}
 		storetest.Exec(t, st, `UPDATE messages SET active = 0 WHERE id = ?`, ids[1])
 		res, err := st.Transcript().Around(ctx, "a", ids[2], 1)
@@ -175,14 +175,14 @@ func TestContractTranscriptReplace(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		tr := st.Transcript()
-		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
+		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 		require.NoError(t, err)
-		old := storetest.AppendAll(t, st, "s", repo.NewMessage{Role: "user", Content: fixturetest.Ptr("old q")}, repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("old a")})
+		old := storetest.AppendAll(t, st, "s", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("old q")}, repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("old a")})
 		storetest.Exec(t, st, `UPDATE messages SET active = 0, compacted = 1 WHERE id = ?`, old[0])
 
 		calls := models.MustJSON([]map[string]any{{"id": "c1", "type": "function", "function": map[string]any{"name": "t", "arguments": "{}"}},
 			{"id": "c2", "type": "function", "function": map[string]any{"name": "t", "arguments": "{}"}}})
-		repl := []repo.NewMessage{
+		repl := []repo.MessageInput{
 			{Role: "user", Content: fixturetest.Ptr("new q"), Reasoning: fixturetest.Ptr("dropped on a user row"), Timestamp: 1700000000},
 			{Role: "assistant", Content: nil, ToolCalls: calls, Reasoning: fixturetest.Ptr("kept"), Timestamp: 1600000000},
 			{Role: "tool", Content: fixturetest.Ptr("ok"), ToolCallID: "c1"},
@@ -205,7 +205,7 @@ func TestContractTranscriptReplace(t *testing.T) {
 		require.Len(t, every, 4, "ActiveOnly keeps the archived row")
 
 		// ArchiveDropped keeps the replaced rows as rewind rows.
-		_, err = tr.Replace(ctx, "s", []repo.NewMessage{{Role: "user", Content: fixturetest.Ptr("only")}}, repo.ReplaceOptions{ArchiveDropped: true})
+		_, err = tr.Replace(ctx, "s", []repo.MessageInput{{Role: "user", Content: fixturetest.Ptr("only")}}, repo.ReplaceOptions{ArchiveDropped: true})
 		require.NoError(t, err)
 		every, err = tr.Get(ctx, "s", repo.GetOptions{IncludeInactive: true})
 		require.NoError(t, err)
@@ -225,7 +225,7 @@ func TestContractTranscriptReplace(t *testing.T) {
 		require.NoError(t, err)
 		_, err = tr.Replace(ctx, "s", repl, repo.ReplaceOptions{})
 		fixturetest.RequireKind(t, err, hs.ErrConflict)
-		_, err = tr.Replace(ctx, "s", []repo.NewMessage{{Role: ""}}, repo.ReplaceOptions{})
+		_, err = tr.Replace(ctx, "s", []repo.MessageInput{{Role: ""}}, repo.ReplaceOptions{})
 		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 	})
 }
@@ -234,14 +234,14 @@ func TestContractTranscriptDeleteClear(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		tr := st.Transcript()
-		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli", SystemPrompt: "sp"})
+		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli", SystemPrompt: "sp"})
 		require.NoError(t, err)
 		calls := models.MustJSON([]map[string]any{{"id": "c1"}, {"id": "c2"}})
-		var ms []repo.NewMessage
+		var ms []repo.MessageInput
 		for i := 0; i < 6; i++ {
-			m := repo.NewMessage{Role: "user", Content: fixturetest.Ptr("m"), Timestamp: models.Epoch(1700000000 + float64(i*10))}
+			m := repo.MessageInput{Role: "user", Content: fixturetest.Ptr("m"), Timestamp: models.Epoch(1700000000 + float64(i*10))}
 			if i == 2 {
-				m = repo.NewMessage{Role: "assistant", ToolCalls: calls, Timestamp: m.Timestamp}
+				m = repo.MessageInput{Role: "assistant", ToolCalls: calls, Timestamp: m.Timestamp}
 			}
 			ms = append(ms, m)
 		}
@@ -295,7 +295,7 @@ func TestContractTranscriptProbes(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		tr := st.Transcript()
-		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
+		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 		require.NoError(t, err)
 		_, found, err := tr.LatestRowID(ctx, "s", "user", 0, true)
 		require.NoError(t, err)
@@ -308,11 +308,11 @@ func TestContractTranscriptProbes(t *testing.T) {
 		require.Equal(t, "", text)
 
 		ids := storetest.AppendAll(t, st, "s",
-			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("q1"), Timestamp: 1700000000},
-			repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("first reply"), Timestamp: 1700000001},
-			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("  "), Timestamp: 1700000002},
-			repo.NewMessage{Role: "assistant", Parts: []any{map[string]any{"type": "text", "text": "x"}}, Timestamp: 1700000003},
-			repo.NewMessage{Role: "system", Content: fixturetest.Ptr("note"), Timestamp: 1700000004},
+			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("q1"), Timestamp: 1700000000},
+			repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("first reply"), Timestamp: 1700000001},
+			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("  "), Timestamp: 1700000002},
+			repo.MessageInput{Role: "assistant", Parts: []any{map[string]any{"type": "text", "text": "x"}}, Timestamp: 1700000003},
+			repo.MessageInput{Role: "system", Content: fixturetest.Ptr("note"), Timestamp: 1700000004},
 		)
 		id, found, err := tr.LatestRowID(ctx, "s", "user", 0, true)
 		require.NoError(t, err)
@@ -373,20 +373,20 @@ func TestContractRewind(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		rw := st.Rewind()
-		_, err := st.Sessions().Create(ctx, repo.NewSession{ID: "s", Source: "cli"})
+		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 		require.NoError(t, err)
 		calls := models.MustJSON([]map[string]any{{"id": "c1"}})
 		summary := "[CONTEXT SUMMARY]: earlier turns"
 		ids := storetest.AppendAll(t, st, "s",
-			repo.NewMessage{Role: "user", Content: &summary},                                            // 0: not a typed turn
-			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("turn one")},                         // 1: turn 0
-			repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("reply one")},                   // 2
-			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("turn two")},                         // 3: turn 1
-			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("no reply, same turn")},              // 4: merged into turn 1
-			repo.NewMessage{Role: "assistant", ToolCalls: calls},                                        // 5
-			repo.NewMessage{Role: "tool", Content: fixturetest.Ptr("ok"), ToolCallID: "c1"},             // 6
-			repo.NewMessage{Role: "user", Content: fixturetest.Ptr("turn three"), DisplayKind: "steer"}, // 7: turn 2
-			repo.NewMessage{Role: "assistant", Content: fixturetest.Ptr("reply three")},                 // 8
+			repo.MessageInput{Role: "user", Content: &summary},                                            // 0: not a typed turn
+			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("turn one")},                         // 1: turn 0
+			repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("reply one")},                   // 2
+			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("turn two")},                         // 3: turn 1
+			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("no reply, same turn")},              // 4: merged into turn 1
+			repo.MessageInput{Role: "assistant", ToolCalls: calls},                                        // 5
+			repo.MessageInput{Role: "tool", Content: fixturetest.Ptr("ok"), ToolCallID: "c1"},             // 6
+			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("turn three"), DisplayKind: "steer"}, // 7: turn 2
+			repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("reply three")},                 // 8
 		)
 		active, err := rw.ActiveIDs(ctx, "s")
 		require.NoError(t, err)

@@ -72,7 +72,7 @@ func demoCmd(a *app) *cobra.Command {
 // writeDemoCLI writes a CLI session with a tool call, usage and an end.
 func writeDemoCLI(ctx context.Context, st *hs.Store, id string) error {
 	ss := st.Sessions()
-	if _, err := ss.Create(ctx, repo.NewSession{ID: id, Source: "cli", Model: "anthropic/claude-sonnet-4",
+	if _, err := ss.Create(ctx, repo.SessionInput{ID: id, Source: "cli", Model: "anthropic/claude-sonnet-4",
 		SystemPrompt: "You are Hermes, a helpful agent.", Cwd: "/srv/shop",
 		ModelConfig: models.MustJSON(map[string]any{"temperature": 0.2})}); err != nil {
 		return err
@@ -80,7 +80,7 @@ func writeDemoCLI(ctx context.Context, st *hs.Store, id string) error {
 	calls := models.MustJSON([]models.ToolCall{{ID: "call_1", Type: "function",
 		Function: models.ToolCallFunction{Name: "terminal", Arguments: `{"command": "kubectl get pods"}`}}})
 	tokens := int64(42)
-	turn := []repo.NewMessage{
+	turn := []repo.MessageInput{
 		{Role: "user", Content: models.Text("Why does the deployment on kubernetes keep failing?")},
 		{Role: "assistant", ToolCalls: calls, FinishReason: models.Text("tool_calls"), TokenCount: &tokens},
 		{Role: "tool", ToolCallID: "call_1", ToolName: "terminal", Content: models.Text("api-7d9f8b6c5-x2k4p   0/1   CrashLoopBackOff")},
@@ -100,10 +100,10 @@ func writeDemoCLI(ctx context.Context, st *hs.Store, id string) error {
 
 // writeDemoTelegram writes an open Telegram chat in Chinese.
 func writeDemoTelegram(ctx context.Context, st *hs.Store, id string) error {
-	if _, err := st.Sessions().Create(ctx, repo.NewSession{ID: id, Source: "telegram", UserID: "10001", Model: "openai/gpt-4.1"}); err != nil {
+	if _, err := st.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: "telegram", UserID: "10001", Model: "openai/gpt-4.1"}); err != nil {
 		return err
 	}
-	for _, m := range []repo.NewMessage{
+	for _, m := range []repo.MessageInput{
 		{Role: "user", Content: models.Text("广西桂林的天气怎么样？")},
 		{Role: "assistant", Content: models.Text("桂林今天多云，气温 18–24°C。")},
 	} {
@@ -116,10 +116,10 @@ func writeDemoTelegram(ctx context.Context, st *hs.Store, id string) error {
 
 // writeDemoCron writes an ended cron run with one report.
 func writeDemoCron(ctx context.Context, st *hs.Store, id string) error {
-	if _, err := st.Sessions().Create(ctx, repo.NewSession{ID: id, Source: "cron", Model: "openai/gpt-4.1-mini"}); err != nil {
+	if _, err := st.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: "cron", Model: "openai/gpt-4.1-mini"}); err != nil {
 		return err
 	}
-	if _, err := st.Messages().Append(ctx, id, repo.NewMessage{Role: "assistant", Content: models.Text("Daily report: 3 deployments, 0 incidents.")}); err != nil {
+	if _, err := st.Messages().Append(ctx, id, repo.MessageInput{Role: "assistant", Content: models.Text("Daily report: 3 deployments, 0 incidents.")}); err != nil {
 		return err
 	}
 	_, err := st.Sessions().End(ctx, id, "cron_complete")

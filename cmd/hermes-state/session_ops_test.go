@@ -25,21 +25,21 @@ func opsStore(t *testing.T) (string, []int64) {
 	require.NoError(t, err)
 	defer st.Close()
 	text := func(s string) *string { return &s }
-	_, err = st.Sessions().Create(ctx, repo.NewSession{ID: "20260101_root", Source: "cli", StartedAt: 1767225600})
+	_, err = st.Sessions().Create(ctx, repo.SessionInput{ID: "20260101_root", Source: "cli", StartedAt: 1767225600})
 	require.NoError(t, err)
-	_, err = st.Messages().AppendBatch(ctx, "20260101_root", []repo.NewMessage{{Role: "user", Content: text("first ask")}, {Role: "assistant", Content: text("first answer")}})
+	_, err = st.Messages().AppendBatch(ctx, "20260101_root", []repo.MessageInput{{Role: "user", Content: text("first ask")}, {Role: "assistant", Content: text("first answer")}})
 	require.NoError(t, err)
 	_, err = st.Sessions().End(ctx, "20260101_root", "compression")
 	require.NoError(t, err)
-	_, err = st.Sessions().Create(ctx, repo.NewSession{ID: "20260101_tip", Source: "cli", ParentSessionID: "20260101_root", StartedAt: 1767225700})
+	_, err = st.Sessions().Create(ctx, repo.SessionInput{ID: "20260101_tip", Source: "cli", ParentSessionID: "20260101_root", StartedAt: 1767225700})
 	require.NoError(t, err)
-	_, err = st.Messages().AppendBatch(ctx, "20260101_tip", []repo.NewMessage{{Role: "user", Content: text("[CONTEXT SUMMARY]: first ask")}, {Role: "user", Content: text("second ask")}})
+	_, err = st.Messages().AppendBatch(ctx, "20260101_tip", []repo.MessageInput{{Role: "user", Content: text("[CONTEXT SUMMARY]: first ask")}, {Role: "user", Content: text("second ask")}})
 	require.NoError(t, err)
-	_, err = st.Sessions().Create(ctx, repo.NewSession{ID: "20260102_plain", Source: "telegram", StartedAt: 1767312000})
+	_, err = st.Sessions().Create(ctx, repo.SessionInput{ID: "20260102_plain", Source: "telegram", StartedAt: 1767312000})
 	require.NoError(t, err)
-	var ms []repo.NewMessage
+	var ms []repo.MessageInput
 	for i := 1; i <= 3; i++ {
-		ms = append(ms, repo.NewMessage{Role: "user", Content: text(fmt.Sprintf("ask %d", i))}, repo.NewMessage{Role: "assistant", Content: text(fmt.Sprintf("reply %d", i))})
+		ms = append(ms, repo.MessageInput{Role: "user", Content: text(fmt.Sprintf("ask %d", i))}, repo.MessageInput{Role: "assistant", Content: text(fmt.Sprintf("reply %d", i))})
 	}
 	ids, err := st.Messages().AppendBatch(ctx, "20260102_plain", ms)
 	require.NoError(t, err)

@@ -275,7 +275,7 @@ func (r *stressRun) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	shared, err := st.Sessions().Create(ctx, repo.NewSession{Source: "stress", DisplayName: "shared by all stress workers"})
+	shared, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "stress", DisplayName: "shared by all stress workers"})
 	if err != nil {
 		st.Close()
 		return err
@@ -529,7 +529,7 @@ func stressWorkerCmd(a *app) *cobra.Command {
 				return err
 			}
 			a.store = st
-			own, err := st.Sessions().Create(ctx, repo.NewSession{Source: "stress", DisplayName: fmt.Sprintf("stress worker %d", worker)})
+			own, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "stress", DisplayName: fmt.Sprintf("stress worker %d", worker)})
 			if err != nil {
 				return err
 			}
@@ -564,7 +564,7 @@ func stressWorkerCmd(a *app) *cobra.Command {
 					role = "assistant"
 				}
 				t0 := time.Now()
-				id, err := st.Messages().Append(ctx, sid, repo.NewMessage{Role: role, Content: models.Text(stressContent(run, worker, seq))})
+				id, err := st.Messages().Append(ctx, sid, repo.MessageInput{Role: role, Content: models.Text(stressContent(run, worker, seq))})
 				ns := time.Since(t0).Nanoseconds()
 				if err != nil {
 					emit(workerLine{T: "err", Seq: seq, NS: ns, Kind: errKind(err), Msg: err.Error()})

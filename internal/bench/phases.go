@@ -62,8 +62,8 @@ func syncValue(s string) int {
 // newMessage is Hermes' append_kwargs: content, tool name, tool calls,
 // tool call id, token count, finish reason (and the timestamp for the
 // build's batches).
-func newMessage(m *CorpusMessage, withTS bool) repo.NewMessage {
-	nm := repo.NewMessage{Role: m.Role, Content: m.Content, TokenCount: m.TokenCount, FinishReason: m.FinishReason}
+func newMessage(m *CorpusMessage, withTS bool) repo.MessageInput {
+	nm := repo.MessageInput{Role: m.Role, Content: m.Content, TokenCount: m.TokenCount, FinishReason: m.FinishReason}
 	if m.HasToolCalls() {
 		nm.ToolCalls = models.JSON(m.ToolCalls)
 	}
@@ -80,7 +80,7 @@ func newMessage(m *CorpusMessage, withTS bool) repo.NewMessage {
 }
 
 func createSession(ctx context.Context, st *hs.Store, s *CorpusSession) error {
-	_, err := st.Sessions().Create(ctx, repo.NewSession{ID: s.ID, Source: s.Source, Model: s.Model, SystemPrompt: s.SystemPrompt})
+	_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: s.ID, Source: s.Source, Model: s.Model, SystemPrompt: s.SystemPrompt})
 	return err
 }
 
@@ -499,7 +499,7 @@ func phaseBuild(ctx context.Context, p *params) (*BuildResult, error) {
 			return err
 		}
 		b := time.Now()
-		batch := make([]repo.NewMessage, len(ms))
+		batch := make([]repo.MessageInput, len(ms))
 		for i := range ms {
 			batch[i] = newMessage(&ms[i], true)
 		}
@@ -934,7 +934,7 @@ func concPrepare(ctx context.Context, p *params) (string, error) {
 		return "", err
 	}
 	for k := 0; k < p.Procs; k++ {
-		if _, err := st.Sessions().Create(ctx, repo.NewSession{ID: fmt.Sprintf("conc-%d", k), Source: "cli", Model: "bench"}); err != nil {
+		if _, err := st.Sessions().Create(ctx, repo.SessionInput{ID: fmt.Sprintf("conc-%d", k), Source: "cli", Model: "bench"}); err != nil {
 			st.Close()
 			return "", err
 		}

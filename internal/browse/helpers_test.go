@@ -219,11 +219,11 @@ func (d *driver) screen() string {
 func fillSession(t testing.TB, st *hs.Store, id, source string, n int, start float64, rng *rand.Rand) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := st.Sessions().Create(ctx, repo.NewSession{ID: id, Source: source, Model: "test/model", StartedAt: models.Epoch(start)})
+	_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: source, Model: "test/model", StartedAt: models.Epoch(start)})
 	require.NoError(t, err)
 	const batch = 500
 	for lo := 0; lo < n; lo += batch {
-		var ms []repo.NewMessage
+		var ms []repo.MessageInput
 		for i := lo; i < min(n, lo+batch); i++ {
 			ms = append(ms, genMessage(i, start+5*float64(i+1), rng))
 		}
@@ -236,7 +236,7 @@ var words = strings.Fields("deploy kubernetes docker rollback pipeline invoice b
 	"migration index query latency cache worker queue retry timeout budget lint borrow checker module refactor " +
 	"config service cluster replica tag image release branch commit review test fixture benchmark profile")
 
-func genMessage(i int, at float64, rng *rand.Rand) repo.NewMessage {
+func genMessage(i int, at float64, rng *rand.Rand) repo.MessageInput {
 	var b strings.Builder
 	fmt.Fprintf(&b, "message %d:", i)
 	for k := 0; k < 8+rng.Intn(30); k++ {
@@ -247,15 +247,15 @@ func genMessage(i int, at float64, rng *rand.Rand) repo.NewMessage {
 	ts := models.Epoch(at)
 	switch {
 	case i%20 == 19:
-		return repo.NewMessage{Role: "tool", ToolName: "terminal", ToolCallID: fmt.Sprintf("call_%d", i-1), Content: models.Text(text + "\nexit 0"), Timestamp: ts}
+		return repo.MessageInput{Role: "tool", ToolName: "terminal", ToolCallID: fmt.Sprintf("call_%d", i-1), Content: models.Text(text + "\nexit 0"), Timestamp: ts}
 	case i%20 == 18:
 		calls := models.MustJSON([]models.ToolCall{{ID: fmt.Sprintf("call_%d", i), Type: "function",
 			Function: models.ToolCallFunction{Name: "terminal", Arguments: fmt.Sprintf(`{"command": "echo %d"}`, i)}}})
-		return repo.NewMessage{Role: "assistant", Content: models.Text(text), ToolCalls: calls, Timestamp: ts}
+		return repo.MessageInput{Role: "assistant", Content: models.Text(text), ToolCalls: calls, Timestamp: ts}
 	case i%2 == 0:
-		return repo.NewMessage{Role: "user", Content: models.Text(text), Timestamp: ts}
+		return repo.MessageInput{Role: "user", Content: models.Text(text), Timestamp: ts}
 	default:
-		return repo.NewMessage{Role: "assistant", Content: models.Text(text), Timestamp: ts}
+		return repo.MessageInput{Role: "assistant", Content: models.Text(text), Timestamp: ts}
 	}
 }
 

@@ -39,7 +39,7 @@ func seed(t testing.TB, st *hs.Store) scenario {
 	t.Helper()
 	ctx := context.Background()
 	var sc scenario
-	for _, s := range []repo.NewSession{
+	for _, s := range []repo.SessionInput{
 		{ID: sBig, Source: "cli", Model: "test/model-a", StartedAt: base, SystemPrompt: "You are a test."},
 		{ID: sTG, Source: "telegram", StartedAt: base + 5000},
 		{ID: sChild, Source: "cli", ParentSessionID: sBig, StartedAt: base + 100},
@@ -48,7 +48,7 @@ func seed(t testing.TB, st *hs.Store) scenario {
 		require.NoError(t, err)
 	}
 	sc.bigCount, sc.hugeAt = 150, 90
-	var batch []repo.NewMessage
+	var batch []repo.MessageInput
 	for i := 0; i < sc.bigCount; i++ {
 		role := []string{"user", "assistant"}[i%2]
 		text := fmt.Sprintf("message %d of the big session.", i)
@@ -60,7 +60,7 @@ func seed(t testing.TB, st *hs.Store) scenario {
 		case i == 77:
 			text += " A zebrafinch sang."
 		}
-		m := repo.NewMessage{Role: role, Content: &text, Timestamp: models.Epoch(base + float64(i))}
+		m := repo.MessageInput{Role: role, Content: &text, Timestamp: models.Epoch(base + float64(i))}
 		if i == 40 {
 			m.Role = "assistant"
 			m.ToolCalls = models.MustJSON([]map[string]any{{"id": "call_1", "type": "function",
@@ -77,12 +77,12 @@ func seed(t testing.TB, st *hs.Store) scenario {
 	sc.zebraID = ids[77]
 	for i, text := range []string{"Planning a trip to see a quokka.", "Rottnest Island is the place.", "Thanks!"} {
 		text := text
-		_, err := st.Messages().Append(ctx, sTG, repo.NewMessage{Role: []string{"user", "assistant"}[i%2], Content: &text,
+		_, err := st.Messages().Append(ctx, sTG, repo.MessageInput{Role: []string{"user", "assistant"}[i%2], Content: &text,
 			Timestamp: models.Epoch(base + 6000 + float64(i))})
 		require.NoError(t, err)
 	}
 	child := "child work"
-	_, err = st.Messages().Append(ctx, sChild, repo.NewMessage{Role: "user", Content: &child, Timestamp: models.Epoch(base + 101)})
+	_, err = st.Messages().Append(ctx, sChild, repo.MessageInput{Role: "user", Content: &child, Timestamp: models.Epoch(base + 101)})
 	require.NoError(t, err)
 	cost := 0.25
 	require.NoError(t, st.Sessions().UpdateTokenCounts(ctx, sBig, repo.TokenUpdate{InputTokens: 1000, OutputTokens: 200,

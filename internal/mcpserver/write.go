@@ -94,7 +94,7 @@ func (s *server) appendNote(ctx context.Context, in AppendNoteInput) (AppendNote
 	if err != nil {
 		return AppendNoteOutput{}, err
 	}
-	mid, err := s.st.Messages().Append(ctx, id, repo.NewMessage{Role: "user", Content: &text, DisplayKind: NoteDisplayKind,
+	mid, err := s.st.Messages().Append(ctx, id, repo.MessageInput{Role: "user", Content: &text, DisplayKind: NoteDisplayKind,
 		DisplayMetadata: models.MustJSON(map[string]any{"via": "mcp"})})
 	if err != nil {
 		return AppendNoteOutput{}, err

@@ -73,7 +73,7 @@ func QueryRow(t testing.TB, st *hs.Store, q string, args []any, dst ...any) {
 }
 
 // AppendAll appends ms to session sid in one batch and returns their ids.
-func AppendAll(t testing.TB, st *hs.Store, sid string, ms ...repo.NewMessage) []int64 {
+func AppendAll(t testing.TB, st *hs.Store, sid string, ms ...repo.MessageInput) []int64 {
 	t.Helper()
 	ids, err := st.Messages().AppendBatch(fixturetest.Ctx(t), sid, ms)
 	require.NoError(t, err)
