@@ -104,7 +104,7 @@ func TestCLIContract(t *testing.T) {
 
 		// 3: what was named does not exist.
 		{name: "no such session", args: with("sessions", "show", "nope"), code: 3, oneLine: true,
-			stderr: []string{`hermes-state: session "nope" does not exist`}},
+			stderr: []string{`hermes-state: no session id starts with "nope"`}}, // show takes a prefix too
 		{name: "no such prefix", args: with("sessions", "title", "nope"), code: 3, oneLine: true,
 			stderr: []string{`hermes-state: no session id starts with "nope"`}, notErr: []string{"lineage.resolve_id"}},
 		{name: "no store", args: []string{"--db", missing, "sessions", "list"}, code: 3, oneLine: true,

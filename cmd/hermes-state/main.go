@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,15 @@ func newRoot(a *app) *cobra.Command {
 		Short:         "Inspect, search, export and repair a Hermes state.db",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --db given but empty would otherwise mean the default store:
+		// a script whose variable is unset must not read or write
+		// ~/.hermes/state.db by accident.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("db") && strings.TrimSpace(a.dbPath) == "" {
+				return usagef(cmd, "--db is empty: give a SQLite file path or a postgres:// URL, or leave --db out for the default store")
+			}
+			return nil
+		},
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dbPath, "db", "", "state database: a SQLite file path (default $HERMES_HOME/state.db, else ~/.hermes/state.db) or a postgres:// URL")

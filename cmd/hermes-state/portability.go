@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,10 @@ func exportCmd(a *app) *cobra.Command {
 		},
 		RunE: a.withStore(reads, func(cmd *cobra.Command, st *hs.Store, _ []string) error {
 			f.Sources = splitList(sources)
+			ids, err := resolveIDs(cmd.Context(), st, ids)
+			if err != nil {
+				return err
+			}
 			var w io.Writer = a.out
 			var out *outFile
 			if outPath != "" && outPath != "-" {
@@ -45,7 +50,6 @@ func exportCmd(a *app) *cobra.Command {
 			}
 			p, done := a.progress("export")
 			defer done()
-			var err error
 			switch format {
 			case "jsonl", "json":
 				_, err = st.Portability().WriteJSONL(cmd.Context(), w, f, ids, p)
@@ -59,10 +63,25 @@ func exportCmd(a *app) *cobra.Command {
 		}),
 	}
 	c.Flags().StringVar(&format, "format", "jsonl", "jsonl or md")
-	c.Flags().StringSliceVar(&ids, "session", nil, "export only this session (repeatable)")
+	c.Flags().StringSliceVar(&ids, "session", nil, "export only this session, by its id or a unique prefix (repeatable)")
 	sourceFlags(c, &sources, nil)
 	c.Flags().StringVarP(&outPath, "output", "o", "", "write to this new file instead of stdout (given its name only when complete; never overwritten)")
 	return c
+}
+
+// resolveIDs turns each session id or unique prefix of ids into the full
+// id (ErrNotFound for one that matches nothing, ErrConflict for an
+// ambiguous prefix).
+func resolveIDs(ctx context.Context, st *hs.Store, ids []string) ([]string, error) {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		full, err := st.Lineage().ResolveID(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, full)
+	}
+	return out, nil
 }
 
 func importCmd(a *app) *cobra.Command {

@@ -103,10 +103,10 @@ func sessionsShowCmd(a *app) *cobra.Command {
 	var conversation bool
 	c := &cobra.Command{
 		Use:   "show ID",
-		Short: "Show one session (with --conversation, its replay format)",
+		Short: "Show one session (with --conversation, its replay format); a unique id prefix is enough",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.withStore(reads, func(cmd *cobra.Command, st *hs.Store, args []string) error {
-			s, err := st.Sessions().Get(cmd.Context(), args[0])
+		RunE: a.withSession(reads, func(cmd *cobra.Command, st *hs.Store, id string, _ []string) error {
+			s, err := st.Sessions().Get(cmd.Context(), id)
 			if err != nil {
 				return err
 			}

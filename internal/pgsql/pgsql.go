@@ -47,7 +47,10 @@ func IsDSN(s string) bool {
 	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
 }
 
-// Redact returns dsn with its password replaced by "xxxxx", for messages.
+// Redact returns dsn with its password replaced by "xxxxx", for messages:
+// the one in the user part (user:pw@) and a password query parameter
+// (?password=pw, any letter case), which libpq and pgx accept alike. An
+// unparsable dsn comes back as a placeholder, never as given.
 func Redact(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {
@@ -55,6 +58,22 @@ func Redact(dsn string) string {
 	}
 	if _, ok := u.User.Password(); ok {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	if u.RawQuery != "" {
+		q, err := url.ParseQuery(u.RawQuery)
+		if err != nil {
+			return "postgres://(unparsable DSN)"
+		}
+		masked := false
+		for k := range q {
+			if strings.EqualFold(k, "password") {
+				q[k] = []string{"xxxxx"}
+				masked = true
+			}
+		}
+		if masked {
+			u.RawQuery = q.Encode()
+		}
 	}
 	return u.String()
 }

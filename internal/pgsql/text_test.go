@@ -46,3 +46,24 @@ func TestClassify(t *testing.T) {
 		t.Fatal(r)
 	}
 }
+
+// A password given as a query parameter is masked as one in the user
+// part is (issue 20 §5: it was printed in clear).
+func TestRedactQueryPassword(t *testing.T) {
+	for _, dsn := range []string{
+		"postgres://u@h/db?password=s3cr3t&sslmode=disable",
+		"postgresql://h/db?sslmode=disable&PASSWORD=s3cr3t",
+		"postgres://u:s3cr3t@h/db?password=s3cr3t",
+	} {
+		r := Redact(dsn)
+		if strings.Contains(r, "s3cr3t") {
+			t.Errorf("Redact(%q) = %q: the password shows", dsn, r)
+		}
+		if !strings.Contains(r, "xxxxx") {
+			t.Errorf("Redact(%q) = %q: no mask where the password was", dsn, r)
+		}
+	}
+	if r := Redact("postgres://u@h/db?sslmode=disable"); r != "postgres://u@h/db?sslmode=disable" {
+		t.Errorf("a DSN without a password changed: %q", r)
+	}
+}
