@@ -67,6 +67,7 @@ func newRoot(a *app) *cobra.Command {
 		benchWorkerCmd(a),
 		mcpCmd(a),
 		browseCmd(a),
+		versionCmd(a),
 	)
 	usageErrors(root)
 	return root

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -214,4 +215,15 @@ func TestToolsOnEmptyStore(t *testing.T) {
 	require.Empty(t, l.Sessions)
 	require.NotNil(t, l.Sessions, "an empty list, not null")
 	require.Contains(t, toolErr(t, cs, mcpserver.ToolGetConversation, map[string]any{"session_id": "x"}), `no session id starts with "x"`)
+}
+
+// serverInfo.version is the version `hermes-state version` prints.
+func TestServerInfoVersion(t *testing.T) {
+	st := openSQLite(t, filepath.Join(t.TempDir(), "state.db"))
+	cs := connect(t, st, mcpserver.Options{})
+	b, err := hs.BuildInfo(context.Background())
+	require.NoError(t, err)
+	info := cs.InitializeResult().ServerInfo
+	require.Equal(t, b.Version, info.Version)
+	require.Equal(t, mcpserver.Name, info.Name)
 }

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,8 +46,8 @@ type Options struct {
 	// AllowWrite adds the tools that write (set_title, append_note). Without
 	// it the server has no tool that changes the store.
 	AllowWrite bool
-	// Version is reported to clients; empty means the module version of
-	// the running binary (or "devel").
+	// Version is reported to clients; empty means the version
+	// `hermes-state version` prints (hermesstate.BuildInfo).
 	Version string
 	// Logger receives the SDK's log of server activity; nil logs nothing.
 	Logger *slog.Logger
@@ -66,7 +65,8 @@ type server struct {
 // prints for the same error.
 func New(st *hs.Store, opt Options) *mcp.Server {
 	if opt.Version == "" {
-		opt.Version = buildVersion()
+		b, _ := hs.BuildInfo(context.Background()) // Version never depends on the SQLite probe
+		opt.Version = b.Version
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "Hermes session store", Version: opt.Version},
 		&mcp.ServerOptions{Instructions: instructions(opt.AllowWrite), Logger: opt.Logger,
@@ -93,13 +93,6 @@ func instructions(write bool) string {
 		b.WriteString(" No tool writes to the store.")
 	}
 	return b.String()
-}
-
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
 }
 
 // toolError is the error a tool reports: the first line of the store's

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	hs "github.com/hermesstate/hermesstate"
+)
+
+// versionCmd prints what this build is; it opens no store.
+func versionCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print hermes-state's version, the Hermes schema version it writes, its SQLite and Go versions",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := hs.BuildInfo(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return a.emit(b, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "hermes-state  %s\nHermes schema %d (written; newer files are opened read-only)\nSQLite        %s, %s\nGo            %s %s\n",
+					b.Version, b.SchemaVersion, b.SQLiteVersion, b.SQLiteEngine, b.GoVersion, b.Platform)
+				return err
+			})
+		},
+	}
+}
