@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/pgtest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
@@ -95,7 +95,7 @@ func BenchmarkPostgresVsSQLite200k(b *testing.B) {
 			// statistics the planner takes the fresh tables for empty ones
 			// (the 5-character CJK query's plan then ANDs a bitmap of every
 			// active message: 365 ms instead of 77 ms).
-			pgtest.Exec(b, storetest.PostgresDSN(b, st), "ANALYZE messages, sessions, hs_messages_fts")
+			pgtest.Exec(b, hermesstatetest.PostgresDSN(b, st), "ANALYZE messages, sessions, hs_messages_fts")
 		}
 		r := rand.New(rand.NewPCG(3, 4))
 		b.Run(backend+"/append", func(b *testing.B) {

@@ -12,14 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
 func TestContractSessions(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		v, err := st.SchemaVersion(ctx)
@@ -120,7 +120,7 @@ func TestContractSessions(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 5, n)
 
-		// The JSON of a session is the same dict on both storetest.Backends.
+		// The JSON of a session is the same dict on both hermesstatetest.Backends.
 		b, err := json.Marshal(got)
 		require.NoError(t, err)
 		require.Contains(t, string(b), `"system_prompt":"You are Y"`)
@@ -136,7 +136,7 @@ func sessionIDs(ss []models.Session) []string {
 }
 
 func TestContractMessages(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss, ms := st.Sessions(), st.Messages()
 		_, err := ss.Create(ctx, repo.SessionInput{ID: "s1", Source: "cli"})
@@ -211,7 +211,7 @@ func TestContractMessages(t *testing.T) {
 }
 
 func TestContractUsage(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		cost := func(f float64) *float64 { return &f }
@@ -267,7 +267,7 @@ func TestContractUsage(t *testing.T) {
 // TestContractConcurrentWriters: goroutines appending to one session and
 // reporting usage at once lose nothing and keep the counters exact.
 func TestContractConcurrentWriters(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "hot", Source: "cli"})
 		require.NoError(t, err)
@@ -321,7 +321,7 @@ func TestContractConcurrentWriters(t *testing.T) {
 }
 
 func TestContractClosed(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		require.NoError(t, st.Close())
 		_, err := st.Sessions().Get(ctx, "x")
@@ -332,11 +332,11 @@ func TestContractClosed(t *testing.T) {
 }
 
 // TestContractExportCleanup: export → import round trip, delete, clear and
-// prune give the same results on both storetest.Backends.
+// prune give the same results on both hermesstatetest.Backends.
 func TestContractExportCleanup(t *testing.T) {
-	for _, b := range storetest.Backends {
+	for _, b := range hermesstatetest.Backends {
 		t.Run(string(b), func(t *testing.T) {
-			st := storetest.Open(t, b, hs.Config{})
+			st := hermesstatetest.Open(t, b, hs.Config{})
 			ctx := fixturetest.Ctx(t)
 			ss, ms, cl := st.Sessions(), st.Messages(), st.Cleanup()
 			old := models.Epoch(1767225600)
@@ -359,7 +359,7 @@ func TestContractExportCleanup(t *testing.T) {
 			n, err := st.Portability().WriteJSONL(ctx, &buf, repo.ExportFilter{}, nil, nil)
 			require.NoError(t, err)
 			require.EqualValues(t, 3, n)
-			other := storetest.Open(t, b, hs.Config{})
+			other := hermesstatetest.Open(t, b, hs.Config{})
 			_, err = other.Portability().Import(ctx, bytes.NewReader(buf.Bytes()), nil)
 			require.NoError(t, err)
 			requireSameCounts(t, st, other)

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/internal/pgtest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
@@ -139,7 +139,7 @@ func TestCopyFixturesToPostgres(t *testing.T) {
 			src, cleanup, err := hs.OpenSnapshot(ctx, path, hs.Config{})
 			require.NoError(t, err)
 			defer cleanup()
-			dst := storetest.Open(t, storetest.Postgres, hs.Config{})
+			dst := hermesstatetest.Open(t, hermesstatetest.Postgres, hs.Config{})
 			var calls int
 			var last int64
 			stats, err := hs.Copy(ctx, src, dst, hs.CopyOptions{BatchRows: 7, Progress: func(table string, done, total int64) {
@@ -179,8 +179,8 @@ func TestCopyFixturesToPostgres(t *testing.T) {
 
 func TestCopyRefusals(t *testing.T) {
 	ctx := context.Background()
-	a := storetest.Open(t, storetest.SQLite, hs.Config{})
-	b := storetest.Open(t, storetest.SQLite, hs.Config{})
+	a := hermesstatetest.Open(t, hermesstatetest.SQLite, hs.Config{})
+	b := hermesstatetest.Open(t, hermesstatetest.SQLite, hs.Config{})
 	_, err := hs.Copy(ctx, a, b, hs.CopyOptions{})
 	fixturetest.RequireKind(t, err, hs.ErrInvalid)
 	_, _, err = hs.OpenSnapshot(ctx, "/nonexistent/state.db", hs.Config{})

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -69,7 +69,7 @@ func overwritePage(t testing.TB, path string, pgno int64, pageSize int64, b byte
 // and no acknowledged message is lost: every one is still in the table.
 func TestCorruptionWhileOpenStopsWrites(t *testing.T) {
 	ctx := context.Background()
-	st, path := storetest.FreshPath(t)
+	st, path := hermesstatetest.FreshPath(t)
 	ids := fillStore(t, st, 3, 20)
 	acked := 60
 

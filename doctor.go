@@ -5,11 +5,11 @@ import (
 
 	"github.com/hermesstate/hermesstate/internal/errs"
 
-	"github.com/hermesstate/hermesstate/internal/doctor"
+	"github.com/hermesstate/hermesstate/doctor"
 )
 
 // Health reports, repair and salvage (`hermes-state doctor`, `repair`,
-// `recover`). The work is done by internal/doctor on the file path, with its
+// `recover`). The work is done by package doctor on the file path, with its
 // own connections, so a file the store refuses to open can still be
 // examined and salvaged.
 
@@ -79,7 +79,7 @@ type RepairOptions struct {
 type RepairReport = doctor.RepairReport
 
 // Repair fixes in place what is safe to fix, in bounded steps, never
-// deleting a row (see internal/doctor.Repair). Other processes may keep
+// deleting a row (see doctor.Repair). Other processes may keep
 // using the file meanwhile. It returns an error wrapping ErrCorrupt, having
 // changed nothing, when the file has page-level damage (use Recover),
 // ErrBusy when the file stayed locked, ErrStorage otherwise.

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 
@@ -63,7 +63,7 @@ func dumpTable(t testing.TB, db *sql.DB, table string) []map[string]any {
 func TestFixtureAdoptionKeepsRows(t *testing.T) {
 	for _, f := range fixturetest.LoadFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			st, path := storetest.Fixture(t, f)
+			st, path := hermesstatetest.Fixture(t, f)
 			require.NoError(t, st.Close())
 			db := fixturetest.Raw(t, path)
 			var want map[string][]map[string]any
@@ -154,7 +154,7 @@ func TestFixtureReadBack(t *testing.T) {
 	ctx := context.Background()
 	for _, f := range fixturetest.LoadFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			st, _ := storetest.Fixture(t, f)
+			st, _ := hermesstatetest.Fixture(t, f)
 			var sessions map[string]any
 			f.Get(t, "sessions", &sessions)
 			require.NotEmpty(t, sessions)

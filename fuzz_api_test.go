@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	hs "github.com/hermesstate/hermesstate"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -56,7 +56,7 @@ func FuzzImport(f *testing.F) {
 	f.Add([]byte(`{"id": "c", "source": "cli", "messages": null}`))
 	f.Add([]byte(`[1, 2]`))
 	f.Add([]byte(`{"id": 5}`))
-	st := storetest.Fresh(f)
+	st := hermesstatetest.Fresh(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) > 1<<16 {
 			return

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/migrations"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
@@ -237,7 +237,7 @@ func TestFileModes(t *testing.T) {
 	ctx := context.Background()
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
-	st, path := storetest.FreshPath(t)
+	st, path := hermesstatetest.FreshPath(t)
 	s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 	_, err = st.Messages().Append(ctx, s.ID, repo.MessageInput{Role: "user", Content: models.Text("hi")})
@@ -259,7 +259,7 @@ func TestDefaultPath(t *testing.T) {
 
 func TestBadInputOnAppend(t *testing.T) {
 	ctx := context.Background()
-	st, path := storetest.FreshPath(t)
+	st, path := hermesstatetest.FreshPath(t)
 	s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.NoError(t, err)
 
@@ -301,7 +301,7 @@ func TestBadInputOnAppend(t *testing.T) {
 
 func TestErrorsAreTyped(t *testing.T) {
 	ctx := context.Background()
-	st, _ := storetest.FreshPath(t)
+	st, _ := hermesstatetest.FreshPath(t)
 	_, err := st.Sessions().Get(ctx, "missing")
 	require.ErrorIs(t, err, hs.ErrNotFound)
 	var he *hs.Error

@@ -4,7 +4,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/ftsql"
-	"github.com/hermesstate/hermesstate/repo"
 )
 
 // Migration is one gormigrate step: its ID, the Hermes schema version it
@@ -21,6 +20,9 @@ type Migration struct {
 	// "10/11/23" for several of Hermes' steps), or "ours" for an object of
 	// hermesstate's own that Hermes ignores.
 	Hermes string
+	// Description says in one line what the step does; `migrate -v` and
+	// `doctor` print it beside the ID.
+	Description string
 	// BelowVersion, when non-zero, makes the step run only on files whose
 	// original schema_version is below it (a Hermes data step).
 	BelowVersion int
@@ -51,27 +53,46 @@ type Migration struct {
 //     step for PostgreSQL alone has an Apply that does nothing.
 //   - A step never rewrites existing rows except a Hermes data step
 //     (BelowVersion) for the files whose original version lacks it.
+//   - A step is frozen once shipped: its body is SQL or code of package
+//     migrations (never repository code, which changes with each release:
+//     0102's statements are written out in step_0102_session_activity.go).
+//     To change what a shipped step made, add a step. The FTS layouts of
+//     internal/ftsql are Hermes' historical layouts, each fixed by the
+//     Hermes version it mirrors; the CJK index steps build its current
+//     layout directly (0103 converts files 0007 made before it existed).
+//   - Every step has a one-line Description.
 //   - A new step goes at the end, and into the table of docs/DESIGN.md
 //     ("How migrations run"; TestDesignTableMatchesList compares them).
 func List() []Migration {
 	return []Migration{
 		// Hermes' schema: the v30 shape, Hermes' data steps, FTS.
-		{ID: "0001_hermes_v30_baseline", Hermes: "30", Apply: baseline, Postgres: baselinePostgres},
-		{ID: "0002_hermes_v16_delegate_tags", Hermes: "16", BelowVersion: 16, Apply: stepV16DelegateTags, SQLiteOnly: true},
-		{ID: "0003_hermes_v20_usage_seed", Hermes: "20", BelowVersion: 20, Apply: stepV20UsageSeed, SQLiteOnly: true},
-		{ID: "0004_hermes_v25_system_prompts", Hermes: "25", BelowVersion: 25, Apply: stepV25SystemPrompts, SQLiteOnly: true},
-		{ID: "0005_hermes_v30_stamp", Hermes: "30", Apply: stampVersion},
-		{ID: "0006_fts_tables", Hermes: "10/11/23", Apply: ftsTables, Postgres: postgresSearchObjects},
+		{ID: "0001_hermes_v30_baseline", Hermes: "30", Description: "Hermes' v30 tables, columns, keys, indexes and display triggers; older files reconciled column by column", Apply: baseline, Postgres: baselinePostgres},
+		{ID: "0002_hermes_v16_delegate_tags", Hermes: "16", Description: "Hermes v16 data step: $._delegate_from on delegate children and __orphaned__ roots", BelowVersion: 16, Apply: stepV16DelegateTags, SQLiteOnly: true},
+		{ID: "0003_hermes_v20_usage_seed", Hermes: "20", Description: "Hermes v20 data step: one session_model_usage row per session with tokens", BelowVersion: 20, Apply: stepV20UsageSeed, SQLiteOnly: true},
+		{ID: "0004_hermes_v25_system_prompts", Hermes: "25", Description: "Hermes v25 data step: inline system prompts moved into system_prompts by SHA-256", BelowVersion: 25, Apply: stepV25SystemPrompts, SQLiteOnly: true},
+		{ID: "0005_hermes_v30_stamp", Hermes: "30", Description: "schema_version raised to 30 (never lowered)", Apply: stampVersion},
+		{ID: "0006_fts_tables", Hermes: "10/11/23", Description: "full-text search: FTS5 word + trigram tables and triggers (SQLite), tsvector and pg_trgm indexes (PostgreSQL)", Apply: ftsTables, Postgres: postgresSearchObjects},
 
 		// hermesstate's own objects.
-		{ID: "0007_hermesstate_cjk_index", Hermes: "ours", Apply: ftsql.EnsureCJKIndex, SQLiteOnly: true},
-		{ID: "0100_hermesstate_messages_activity_index", Hermes: "ours", Apply: messagesActivityIndex},
-		{ID: "0101_hermesstate_pg_messages_fts", Hermes: "ours", Apply: nothing, Postgres: postgresFTSTable},
-		{ID: "0102_hermesstate_session_activity", Hermes: "ours", Apply: repo.EnsureSessionActivity, SQLiteOnly: true},
-		{ID: "0103_hermesstate_cjk_postings", Hermes: "ours", Apply: ftsql.EnsureCJKIndex, SQLiteOnly: true},
-		{ID: "0104_hermesstate_pg_cjk_grams", Hermes: "ours", Apply: nothing, Postgres: postgresCJKGrams},
-		{ID: "0105_hermesstate_pg_cjk_grams_inline", Hermes: "ours", Apply: nothing, Postgres: postgresCJKGramsInline},
+		{ID: "0007_hermesstate_cjk_index", Hermes: "ours", Description: "hermesstate's CJK posting index, its queue and triggers; existing messages queued", Apply: ftsql.EnsureCJKIndex, SQLiteOnly: true},
+		{ID: "0100_hermesstate_messages_activity_index", Hermes: "ours", Description: "index messages(timestamp, session_id) for the listing by last activity", Apply: messagesActivityIndex},
+		{ID: "0101_hermesstate_pg_messages_fts", Hermes: "ours", Description: "PostgreSQL: hs_messages_fts(id, doc tsvector) kept by triggers, with a GIN index", Apply: nothing, Postgres: postgresFTSTable},
+		{ID: "0102_hermesstate_session_activity", Hermes: "ours", Description: "each session's last activity in hermesstate_session_activity, kept by triggers and indexed", Apply: sessionActivity, SQLiteOnly: true},
+		{ID: "0103_hermesstate_cjk_postings", Hermes: "ours", Description: "the CJK index's compact layout (delta-coded posting chunks), older layouts converted", Apply: ftsql.EnsureCJKIndex, SQLiteOnly: true},
+		{ID: "0104_hermesstate_pg_cjk_grams", Hermes: "ours", Description: "PostgreSQL: hs_cjk_grams() with a GIN expression index for 1-2 character CJK search", Apply: nothing, Postgres: postgresCJKGrams},
+		{ID: "0105_hermesstate_pg_cjk_grams_inline", Hermes: "ours", Description: "PostgreSQL: hs_cjk_grams() made inlinable (calls the set query only for CJK text)", Apply: nothing, Postgres: postgresCJKGramsInline},
 	}
+}
+
+// Describe returns the one-line description of the step with that ID, or
+// "" for an ID this build does not know (a step of a newer hermesstate).
+func Describe(id string) string {
+	for _, m := range List() {
+		if m.ID == id {
+			return m.Description
+		}
+	}
+	return ""
 }
 
 // nothing is the Apply of a step for PostgreSQL alone.

@@ -1,6 +1,8 @@
 package migrations
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"regexp"
 	"strings"
@@ -41,10 +43,22 @@ func TestListRules(t *testing.T) {
 		require.Greater(t, m.ID, prev, "IDs ascend: %s after %s", m.ID, prev)
 		prev = m.ID
 		require.NotEmpty(t, m.Hermes, m.ID)
+		require.NotEmpty(t, m.Description, "%s has no description", m.ID)
+		require.NotContains(t, m.Description, "\n", m.ID)
+		require.Equal(t, m.Description, Describe(m.ID))
 		require.NotNil(t, m.Apply, m.ID)
 		require.False(t, m.SQLiteOnly && m.Postgres != nil, "%s: SQLiteOnly and a Postgres variant", m.ID)
 		if m.Hermes == "ours" {
 			require.Contains(t, m.ID, "_hermesstate_", m.ID)
 		}
 	}
+}
+
+// TestFrozenStepsUnchanged: a shipped step's SQL never changes (a file that
+// ran it must hold what a file migrating today gets). The hash is of the
+// statements as shipped; to change what a step made, add a step.
+func TestFrozenStepsUnchanged(t *testing.T) {
+	h := sha256.Sum256([]byte(strings.Join(sessionActivity0102, "\x00")))
+	require.Equal(t, "833d569ddd023a08f6f99d6d5b6f2683c500c483480cc6d9f99fd4e394f40c9e", hex.EncodeToString(h[:]),
+		"0102_hermesstate_session_activity was changed after it shipped: restore it and add a new step")
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/schemaref"
 )
 
@@ -19,9 +19,9 @@ import (
 // columns in the same order with the same NOT NULL, defaults and primary
 // keys, the same indexes and triggers, and types mapped as documented.
 func TestPostgresSchemaMatchesSQLite(t *testing.T) {
-	st := storetest.Open(t, storetest.Postgres, hs.Config{})
+	st := hermesstatetest.Open(t, hermesstatetest.Postgres, hs.Config{})
 	ctx := context.Background()
-	db, err := sql.Open("pgx", storetest.PostgresDSN(t, st))
+	db, err := sql.Open("pgx", hermesstatetest.PostgresDSN(t, st))
 	require.NoError(t, err)
 	defer db.Close()
 	ref, err := schemaref.ReferenceColumns()

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -22,7 +22,7 @@ import (
 // same session counters; the refusals are the same errors.
 func TestLoneAppendWritesWhatGORMWrites(t *testing.T) {
 	ctx := context.Background()
-	st, path := storetest.FreshPath(t)
+	st, path := hermesstatetest.FreshPath(t)
 	for _, id := range []string{"lone", "batch"} {
 		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: "cli"})
 		require.NoError(t, err)

@@ -6,14 +6,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
 func TestContractBulkDeletesAndProbes(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss, cl := st.Sessions(), st.Cleanup()
 		mk := func(id, parent string, mc models.JSON) {
@@ -25,7 +25,7 @@ func TestContractBulkDeletesAndProbes(t *testing.T) {
 		mk("a_sub1", "a", models.MustJSON(map[string]any{"_delegate_from": "a"}))
 		mk("a_branch", "a", models.MustJSON(map[string]any{"_branched_from": "a"}))
 		mk("b", "", nil)
-		storetest.AppendAll(t, st, "b", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("x"), PlatformMessageID: "tg-1"})
+		hermesstatetest.AppendAll(t, st, "b", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("x"), PlatformMessageID: "tg-1"})
 
 		targets, err := cl.DeleteTargets(ctx, "a")
 		require.NoError(t, err)
@@ -45,7 +45,7 @@ func TestContractBulkDeletesAndProbes(t *testing.T) {
 		require.NoError(t, err)
 		require.Nil(t, br.ParentSessionID, "a branch is orphaned, not deleted")
 		var prompts int64
-		storetest.QueryRow(t, st, `SELECT COUNT(*) FROM system_prompts`, nil, &prompts)
+		hermesstatetest.QueryRow(t, st, `SELECT COUNT(*) FROM system_prompts`, nil, &prompts)
 		require.EqualValues(t, 2, prompts, "the deleted sessions' prompts are collected")
 
 		// Conditional and bulk deletes of empty sessions.

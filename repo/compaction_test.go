@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -19,7 +19,7 @@ func TestCompactionFixtures(t *testing.T) {
 	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			ctx := fixturetest.Ctx(t)
-			st := storetest.FixtureStore(t, f.Fixture)
+			st := hermesstatetest.FixtureStore(t, f.Fixture)
 			for _, e := range f.ExtrasOf("get_messages_as_conversation") {
 				if string(e.Result) == "null" {
 					continue
@@ -54,7 +54,7 @@ func TestCompactionFixtures(t *testing.T) {
 }
 
 func TestContractArchiveAndCompact(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		cp := st.Compaction()
 		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli",
@@ -64,7 +64,7 @@ func TestContractArchiveAndCompact(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, w)
 		calls := models.MustJSON([]map[string]any{{"id": "c1"}, {"id": "c2"}})
-		ids := storetest.AppendAll(t, st, "s",
+		ids := hermesstatetest.AppendAll(t, st, "s",
 			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("q1")},
 			repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("a1")},
 			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("q2")},
@@ -74,7 +74,7 @@ func TestContractArchiveAndCompact(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, ids[3], w)
 		// Arrive during the summary: kept live after the compacted rows.
-		late := storetest.AppendAll(t, st, "s",
+		late := hermesstatetest.AppendAll(t, st, "s",
 			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("late q"), PlatformMessageID: "pm-1", APIContent: fixturetest.Ptr("late wire")},
 			repo.MessageInput{Role: "assistant", ToolCalls: calls},
 		)
@@ -126,7 +126,7 @@ func TestContractArchiveAndCompact(t *testing.T) {
 		// A lost lease writes nothing.
 		_, err = cp.ArchiveAndCompact(ctx, "s", []repo.MessageInput{summary}, repo.CompactOptions{LockHolder: "me"})
 		fixturetest.RequireKind(t, err, hs.ErrConflict)
-		storetest.Exec(t, st, `INSERT INTO compression_locks (session_id, holder, acquired_at, expires_at) VALUES ('s', 'me', 1, 4102444800)`)
+		hermesstatetest.Exec(t, st, `INSERT INTO compression_locks (session_id, holder, acquired_at, expires_at) VALUES ('s', 'me', 1, 4102444800)`)
 		_, err = cp.ArchiveAndCompact(ctx, "s", []repo.MessageInput{summary}, repo.CompactOptions{LockHolder: "me"})
 		require.NoError(t, err)
 		_, err = cp.ArchiveAndCompact(ctx, "missing", []repo.MessageInput{summary}, repo.CompactOptions{})
@@ -135,7 +135,7 @@ func TestContractArchiveAndCompact(t *testing.T) {
 }
 
 func TestContractResume(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		cp := st.Compaction()
@@ -146,14 +146,14 @@ func TestContractResume(t *testing.T) {
 		// root -> (compression) mid -> (compression) tip; tip has an
 		// untagged child with messages, and a branch child.
 		mk("root", "", 1700000000, nil)
-		storetest.AppendAll(t, st, "root", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("hello"), Timestamp: 1700000001},
+		hermesstatetest.AppendAll(t, st, "root", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("hello"), Timestamp: 1700000001},
 			repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("hi"), Timestamp: 1700000002})
 		_, err := ss.End(ctx, "root", "compression")
 		require.NoError(t, err)
 		mk("mid", "root", 1700000100, nil)
 		// The continuation re-persists the same ask (an exact clone) and
 		// repeats it once more with no reply in between.
-		storetest.AppendAll(t, st, "mid", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("hello"), Timestamp: 1700000001},
+		hermesstatetest.AppendAll(t, st, "mid", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("hello"), Timestamp: 1700000001},
 			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("again"), Timestamp: 1700000101},
 			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("again"), Timestamp: 1700000102},
 			repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("ok"), Timestamp: 1700000103})
@@ -161,7 +161,7 @@ func TestContractResume(t *testing.T) {
 		require.NoError(t, err)
 		mk("tip", "mid", 1700000200, nil)
 		mk("branch", "tip", 1700000300, models.MustJSON(map[string]any{"_branched_from": "tip"}))
-		storetest.AppendAll(t, st, "branch", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("b")})
+		hermesstatetest.AppendAll(t, st, "branch", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("b")})
 
 		conv, err := st.Messages().Conversation(ctx, "mid", repo.ConversationOptions{IncludeAncestors: true, IncludeRowIDs: true})
 		require.NoError(t, err)
@@ -176,7 +176,7 @@ func TestContractResume(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "tip", got, "nothing below the tip has messages (its only child is a branch)")
 		mk("untagged", "tip", 1700000400, nil)
-		storetest.AppendAll(t, st, "untagged", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("u")})
+		hermesstatetest.AppendAll(t, st, "untagged", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("u")})
 		got, err = cp.ResolveResumeID(ctx, "root")
 		require.NoError(t, err)
 		require.Equal(t, "untagged", got, "the deepest descendant with messages")

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -61,7 +61,7 @@ func TestExportFixtures(t *testing.T) {
 	ctx := context.Background()
 	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			st := storetest.FixtureStore(t, f.Fixture)
+			st := hermesstatetest.FixtureStore(t, f.Fixture)
 			if f.Absent("export_session") {
 				return
 			}
@@ -106,9 +106,9 @@ func TestExportImportRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			src := storetest.FixtureStore(t, f.Fixture)
+			src := hermesstatetest.FixtureStore(t, f.Fixture)
 			a := exportLines(t, src, repo.ExportFilter{})
-			dst, dstPath := storetest.FreshPath(t)
+			dst, dstPath := hermesstatetest.FreshPath(t)
 			res, err := dst.Portability().Import(ctx, bytes.NewReader(a), nil)
 			require.NoError(t, err)
 			n, err := src.Listing().Count(ctx, repo.CountOptions{IncludeArchived: true})
@@ -138,7 +138,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 
 func TestImportDetachesMissingParentsAndRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
-	src, _ := storetest.FreshPath(t)
+	src, _ := hermesstatetest.FreshPath(t)
 	_, err := src.Sessions().Create(ctx, repo.SessionInput{ID: "p", Source: "cli", SystemPrompt: "be brief"})
 	require.NoError(t, err)
 	_, err = src.Sessions().Create(ctx, repo.SessionInput{ID: "c", Source: "cli", ParentSessionID: "p"})
@@ -149,7 +149,7 @@ func TestImportDetachesMissingParentsAndRejectsBadInput(t *testing.T) {
 	require.NoError(t, err)
 	// Only the child: its parent is missing from the file.
 	child := exportLines(t, src, repo.ExportFilter{}, "c")
-	dst, _ := storetest.FreshPath(t)
+	dst, _ := hermesstatetest.FreshPath(t)
 	res, err := dst.Portability().Import(ctx, bytes.NewReader(child), nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, res.Detached)
@@ -164,7 +164,7 @@ func TestImportDetachesMissingParentsAndRejectsBadInput(t *testing.T) {
 
 	// Child before parent in one file: re-attached.
 	both := append(exportLines(t, src, repo.ExportFilter{}, "c"), exportLines(t, src, repo.ExportFilter{}, "p")...)
-	dst2, _ := storetest.FreshPath(t)
+	dst2, _ := hermesstatetest.FreshPath(t)
 	res, err = dst2.Portability().Import(ctx, bytes.NewReader(both), nil)
 	require.NoError(t, err)
 	require.Zero(t, res.Detached)
@@ -204,7 +204,7 @@ func TestDeleteAndPruneFixtures(t *testing.T) {
 	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			broken := fixturetest.FTSBrokenBefore(t, f.Fixture)
-			st, path := storetest.Fixture(t, f.Fixture)
+			st, path := hermesstatetest.Fixture(t, f.Fixture)
 			sub, err := st.Sessions().Get(ctx, "20260105_091800_sub777")
 			require.NoError(t, err)
 			want := []string{"20260105_091500_a1b2c3"}
@@ -261,7 +261,7 @@ func TestDeleteAndPruneFixtures(t *testing.T) {
 
 func TestCleanupFresh(t *testing.T) {
 	ctx := context.Background()
-	st, path := storetest.FreshPath(t)
+	st, path := hermesstatetest.FreshPath(t)
 	ss, ms, cl := st.Sessions(), st.Messages(), st.Cleanup()
 	_, err := ss.Create(ctx, repo.SessionInput{ID: "p", Source: "cli", SystemPrompt: "only p"})
 	require.NoError(t, err)
@@ -369,7 +369,7 @@ func TestCleanupFresh(t *testing.T) {
 // nothing.
 func TestImportSessionIsAtomic(t *testing.T) {
 	ctx := context.Background()
-	src, _ := storetest.FreshPath(t)
+	src, _ := hermesstatetest.FreshPath(t)
 	mk := func(id string, n int) {
 		_, err := src.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: "cli"})
 		require.NoError(t, err)
@@ -398,7 +398,7 @@ func TestImportSessionIsAtomic(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			broken := bytes.Replace(good, []byte(tc.from), []byte(tc.to), 1)
 			require.NotEqual(t, good, broken)
-			dst, dstPath := storetest.FreshPath(t)
+			dst, dstPath := hermesstatetest.FreshPath(t)
 			res, err := dst.Portability().Import(ctx, bytes.NewReader(broken), nil)
 			require.ErrorIs(t, err, hs.ErrInvalid)
 			require.EqualValues(t, 1, res.Sessions)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	hs "github.com/hermesstate/hermesstate"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -20,7 +20,7 @@ func FuzzLookupQueries(f *testing.F) {
 		f.Add(s)
 	}
 	ctx := context.Background()
-	st := storetest.Fresh(f)
+	st := hermesstatetest.Fresh(f)
 	for _, id := range []string{"abc_1", "xabc", "a%b", "a_b", `a\b`, "桂林_9"} {
 		if _, err := st.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: "cli"}); err != nil {
 			f.Fatal(err)

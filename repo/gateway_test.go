@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -22,7 +22,7 @@ func TestGatewayExportFixtures(t *testing.T) {
 	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			ctx := fixturetest.Ctx(t)
-			st := storetest.FixtureStore(t, f.Fixture)
+			st := hermesstatetest.FixtureStore(t, f.Fixture)
 			for _, e := range f.ExtrasOf("list_gateway_sessions") {
 				if string(e.Result) == "null" {
 					continue
@@ -80,7 +80,7 @@ func TestGatewayExportFixtures(t *testing.T) {
 }
 
 func TestContractGateway(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss, gw := st.Sessions(), st.Gateway()
 		mk := func(ns repo.SessionInput) {
@@ -116,7 +116,7 @@ func TestContractGateway(t *testing.T) {
 		mk(repo.SessionInput{ID: "t_new", Source: "telegram", SessionKey: "kA", ChatID: "c1", UserID: "u1", StartedAt: 1700000100})
 		mk(repo.SessionInput{ID: "d1", Source: "Discord", SessionKey: "kB", ChatID: "c2", StartedAt: 1700000200})
 		mk(repo.SessionInput{ID: "cli", Source: "cli", StartedAt: 1700000300})
-		storetest.AppendAll(t, st, "t_new", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("hi"), Timestamp: 1700000500})
+		hermesstatetest.AppendAll(t, st, "t_new", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("hi"), Timestamp: 1700000500})
 		list, err := gw.ListSessions(ctx, "", true)
 		require.NoError(t, err)
 		require.Len(t, list, 2)
@@ -175,8 +175,8 @@ func TestContractGateway(t *testing.T) {
 		require.NoError(t, err)
 		require.Nil(t, peer, "a /new after the last activity fences recovery")
 		c1, dm := "c1", "dm"
-		storetest.Exec(t, st, `UPDATE sessions SET chat_type = 'dm' WHERE id = 't_other'`)
-		storetest.AppendAll(t, st, "t_other", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("x")})
+		hermesstatetest.Exec(t, st, `UPDATE sessions SET chat_type = 'dm' WHERE id = 't_other'`)
+		hermesstatetest.AppendAll(t, st, "t_other", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("x")})
 		peer, err = gw.FindLatestForPeer(ctx, repo.PeerQuery{Source: "telegram", SessionKey: "kZ", UserID: "u2", ChatID: &c1, ChatType: &dm})
 		require.NoError(t, err)
 		require.Equal(t, "t_other", peer.ID, "the peer tuple when the key is unknown")
@@ -213,7 +213,7 @@ func TestContractGateway(t *testing.T) {
 }
 
 func TestContractExportLineageAndFTSStatus(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		mk := func(id, parent string, started float64, mc models.JSON) {
@@ -221,12 +221,12 @@ func TestContractExportLineageAndFTSStatus(t *testing.T) {
 			require.NoError(t, err)
 		}
 		mk("r", "", 1700000000, nil)
-		storetest.AppendAll(t, st, "r", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("one")}, repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("two")})
+		hermesstatetest.AppendAll(t, st, "r", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("one")}, repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("two")})
 		_, err := ss.End(ctx, "r", "compression")
 		require.NoError(t, err)
 		mk("c", "r", 1700000100, nil)
 		mk("reset", "r", 1700000050, models.MustJSON(map[string]any{"_reset_from": "r"}))
-		storetest.AppendAll(t, st, "c", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("three")})
+		hermesstatetest.AppendAll(t, st, "c", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("three")})
 
 		lin, err := st.Portability().Lineage(ctx, "c")
 		require.NoError(t, err)

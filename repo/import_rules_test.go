@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -22,7 +22,7 @@ import (
 // counters come from the imported rows, not from the file.
 func TestImportAppliesAPIRules(t *testing.T) {
 	ctx := context.Background()
-	st, _ := storetest.FreshPath(t)
+	st, _ := hermesstatetest.FreshPath(t)
 	before := float64(time.Now().Unix())
 	in := `{"id": "s1", "source": "cli", "started_at": 1e300, "ended_at": -5, "message_count": 999999, "tool_call_count": 77, "title": "  Kept   title  ", "messages": [` +
 		`{"role": "user", "content": "hi", "timestamp": 1e300},` +
@@ -68,7 +68,7 @@ func TestImportLineCap(t *testing.T) {
 	ctx := context.Background()
 	require.EqualValues(t, 256<<20, repo.MaxImportLineBytes)
 	defer repo.SetImportLineCap(1 << 20)()
-	st, _ := storetest.FreshPath(t)
+	st, _ := hermesstatetest.FreshPath(t)
 	var b bytes.Buffer
 	b.WriteString(`{"id": "first", "source": "cli", "messages": [{"role": "user", "content": "a"}]}` + "\n")
 	b.WriteString(`{"id": "huge", "source": "cli", "messages": [{"role": "user", "content": "`)

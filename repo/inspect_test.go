@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -19,7 +19,7 @@ func TestInspectFixtures(t *testing.T) {
 	ctx := context.Background()
 	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			st := storetest.FixtureStore(t, f.Fixture)
+			st := hermesstatetest.FixtureStore(t, f.Fixture)
 			checked := 0
 			if !f.Absent("has_archived_messages") {
 				for _, e := range f.ExtrasOf("has_archived_messages") {
@@ -46,7 +46,7 @@ func TestInspectFixtures(t *testing.T) {
 
 func TestInspectFresh(t *testing.T) {
 	ctx := context.Background()
-	st, path := storetest.FreshPath(t)
+	st, path := hermesstatetest.FreshPath(t)
 	for _, id := range []string{"a", "b", "c", "d", "e"} {
 		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: "cli"})
 		require.NoError(t, err)
@@ -97,7 +97,7 @@ func TestRecentUserMessagesFixtures(t *testing.T) {
 		}
 		checked++
 		t.Run(f.Name, func(t *testing.T) {
-			st := storetest.FixtureStore(t, f.Fixture)
+			st := hermesstatetest.FixtureStore(t, f.Fixture)
 			es := f.ExtrasOf("list_recent_user_messages")
 			require.NotEmpty(t, es)
 			for _, e := range es {
@@ -112,7 +112,7 @@ func TestRecentUserMessagesFixtures(t *testing.T) {
 
 func TestRecentUserMessagesFresh(t *testing.T) {
 	ctx := context.Background()
-	st, path := storetest.FreshPath(t)
+	st, path := hermesstatetest.FreshPath(t)
 	_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 	require.NoError(t, err)
 	long := strings.Repeat("é", 85)

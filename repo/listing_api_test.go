@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -48,7 +48,7 @@ func TestListingFixtures(t *testing.T) {
 	ctx := context.Background()
 	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			st := storetest.FixtureStore(t, f.Fixture)
+			st := hermesstatetest.FixtureStore(t, f.Fixture)
 			compared := 0
 			if !f.Absent("list_sessions_rich") {
 				for _, c := range f.Recent {
@@ -121,7 +121,7 @@ func TestListingFixtures(t *testing.T) {
 }
 
 func TestListingFresh(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		ss, ms, lin, ls := st.Sessions(), st.Messages(), st.Lineage(), st.Listing()
 		base := 1767000000.0
@@ -243,7 +243,7 @@ func TestListingFresh(t *testing.T) {
 // exact order: check it against a brute-force order, with pages that need
 // one round and pages that need a wider scan.
 func TestListingByActivityBounded(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		ss, ms := st.Sessions(), st.Messages()
 		base := 1767000000.0

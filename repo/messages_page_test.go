@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -18,7 +18,7 @@ import (
 // and backwards, and by offset) on both backends and checks every window's
 // rows, position and total against the full list.
 func TestContractMessagePage(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss, ms := st.Sessions(), st.Messages()
 		for _, id := range []string{"p", "other"} {

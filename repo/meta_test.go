@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -18,7 +18,7 @@ func TestMetaRoutingLineageFixtures(t *testing.T) {
 	ctx := context.Background()
 	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
-			st := storetest.FixtureStore(t, f.Fixture)
+			st := hermesstatetest.FixtureStore(t, f.Fixture)
 			if !f.Absent("get_meta") {
 				for _, e := range f.ExtrasOf("get_meta") {
 					v, ok, err := st.Meta().Get(ctx, e.Args[0].(string))
@@ -95,7 +95,7 @@ func TestMetaRoutingLineageFixtures(t *testing.T) {
 }
 
 func TestMetaFresh(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		m := st.Meta()
 		_, ok, err := m.Get(ctx, "nope")
@@ -137,7 +137,7 @@ func TestMetaFresh(t *testing.T) {
 }
 
 func TestRoutingFresh(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		r := st.Routing()
 		entry := models.MustJSON(map[string]any{"session_id": "s1", "display_name": "Zoë"})
@@ -170,7 +170,7 @@ func TestRoutingFresh(t *testing.T) {
 }
 
 func TestLineageFresh(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		ss, lin := st.Sessions(), st.Lineage()
 		mk := func(id, parent string, mc map[string]any) {

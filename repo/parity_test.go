@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -21,7 +21,7 @@ import (
 // TestParityTokenCountsAbsolute: update_token_counts as Hermes' code does it
 // (hermes_state_usage.update_token_counts and _insert_session_row).
 func TestParityTokenCountsAbsolute(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		_, err := ss.Create(ctx, repo.SessionInput{ID: "s1", Source: "telegram"})
@@ -87,15 +87,15 @@ func TestParityTokenCountsAbsolute(t *testing.T) {
 		// is COALESCEd; absolute mode sets them.
 		_, err = ss.Create(ctx, repo.SessionInput{ID: "s4", Source: "cli"})
 		require.NoError(t, err)
-		storetest.Exec(t, st, `UPDATE sessions SET input_tokens = NULL, output_tokens = NULL, api_call_count = NULL WHERE id = 's4'`)
+		hermesstatetest.Exec(t, st, `UPDATE sessions SET input_tokens = NULL, output_tokens = NULL, api_call_count = NULL WHERE id = 's4'`)
 		require.NoError(t, ss.UpdateTokenCounts(ctx, "s4", repo.TokenUpdate{InputTokens: 5, OutputTokens: 6, APICallCount: 1}))
 		var in, out, calls sql.NullInt64
-		storetest.QueryRow(t, st, `SELECT input_tokens, output_tokens, api_call_count FROM sessions WHERE id = 's4'`, nil, &in, &out, &calls)
+		hermesstatetest.QueryRow(t, st, `SELECT input_tokens, output_tokens, api_call_count FROM sessions WHERE id = 's4'`, nil, &in, &out, &calls)
 		require.False(t, in.Valid, "a NULL counter stays NULL in delta mode")
 		require.False(t, out.Valid)
 		require.Equal(t, sql.NullInt64{Int64: 1, Valid: true}, calls)
 		require.NoError(t, ss.UpdateTokenCounts(ctx, "s4", repo.TokenUpdate{InputTokens: 5, OutputTokens: 6, APICallCount: 2, Absolute: true}))
-		storetest.QueryRow(t, st, `SELECT input_tokens, output_tokens, api_call_count FROM sessions WHERE id = 's4'`, nil, &in, &out, &calls)
+		hermesstatetest.QueryRow(t, st, `SELECT input_tokens, output_tokens, api_call_count FROM sessions WHERE id = 's4'`, nil, &in, &out, &calls)
 		require.Equal(t, sql.NullInt64{Int64: 5, Valid: true}, in)
 		require.Equal(t, sql.NullInt64{Int64: 6, Valid: true}, out)
 		require.Equal(t, sql.NullInt64{Int64: 2, Valid: true}, calls)
@@ -106,7 +106,7 @@ func TestParityTokenCountsAbsolute(t *testing.T) {
 // sessions.tool_names references survive every garbage collection
 // (delete, prune, clear), as _delete_unreferenced_system_prompts does.
 func TestParityPromptGCKeepsToolNames(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		mk := func(id, prompt string) {
@@ -115,7 +115,7 @@ func TestParityPromptGCKeepsToolNames(t *testing.T) {
 		}
 		promptRows := func() int64 {
 			var n int64
-			storetest.QueryRow(t, st, `SELECT COUNT(*) FROM system_prompts`, nil, &n)
+			hermesstatetest.QueryRow(t, st, `SELECT COUNT(*) FROM system_prompts`, nil, &n)
 			return n
 		}
 		// Session "holder" references the prompts of "a", "b" and "c" only
@@ -126,7 +126,7 @@ func TestParityPromptGCKeepsToolNames(t *testing.T) {
 		_, err := ss.Create(ctx, repo.SessionInput{ID: "holder", Source: "cli"})
 		require.NoError(t, err)
 		for _, p := range []string{"prompt A", "prompt B", "prompt C"} {
-			storetest.Exec(t, st, `UPDATE sessions SET tool_names = ? WHERE id = 'holder'`, repo.PromptHash(p))
+			hermesstatetest.Exec(t, st, `UPDATE sessions SET tool_names = ? WHERE id = 'holder'`, repo.PromptHash(p))
 			switch p {
 			case "prompt A":
 				_, err = st.Cleanup().Delete(ctx, "a")
@@ -139,11 +139,11 @@ func TestParityPromptGCKeepsToolNames(t *testing.T) {
 			}
 			require.NoError(t, err)
 			var kept int64
-			storetest.QueryRow(t, st, `SELECT COUNT(*) FROM system_prompts WHERE hash = ?`, []any{repo.PromptHash(p)}, &kept)
+			hermesstatetest.QueryRow(t, st, `SELECT COUNT(*) FROM system_prompts WHERE hash = ?`, []any{repo.PromptHash(p)}, &kept)
 			require.EqualValues(t, 1, kept, "%q is referenced by tool_names", p)
 		}
 		// Without the reference, the next collection removes it.
-		storetest.Exec(t, st, `UPDATE sessions SET tool_names = NULL WHERE id = 'holder'`)
+		hermesstatetest.Exec(t, st, `UPDATE sessions SET tool_names = NULL WHERE id = 'holder'`)
 		mk("d", "prompt D")
 		_, err = st.Cleanup().Delete(ctx, "d")
 		require.NoError(t, err)
@@ -155,7 +155,7 @@ func TestParityPromptGCKeepsToolNames(t *testing.T) {
 // session is the one Hermes' _CHAIN_STEP_SQL picks: a child that itself
 // ended with compression, then a live child, then by last activity.
 func TestParityCompressionChildChoice(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		mk := func(id, parent string, started float64) {
@@ -230,7 +230,7 @@ func TestParityCompressionChildChoice(t *testing.T) {
 // reasoning only when truthy, drops background-review harness turns (and
 // the curator reply after each) and blanks stale [marker] assistant content.
 func TestParityReplay(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 		require.NoError(t, err)

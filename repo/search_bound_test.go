@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -18,10 +18,10 @@ import (
 // TestSearchHugeMessageIsBounded (issue 11, item 6): a matching message of
 // 2 MiB whose every other word matches (FTS5's snippet() is quadratic in the
 // matches: minutes for this one) is found within the deadline with a short
-// snippet around a match, by rank and by date, on both storetest.Backends; normal
+// snippet around a match, by rank and by date, on both hermesstatetest.Backends; normal
 // messages keep their usual snippet.
 func TestSearchHugeMessageIsBounded(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 		require.NoError(t, err)
@@ -54,7 +54,7 @@ func TestSearchHugeMessageIsBounded(t *testing.T) {
 // MaxQueryTerms is refused with ErrInvalid and a message saying the limit;
 // one at the limit runs.
 func TestSearchQueryTermCap(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		s, err := st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 		require.NoError(t, err)

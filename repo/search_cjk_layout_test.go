@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
@@ -24,7 +24,7 @@ import (
 // Hermes' LIKE scan finds.
 func likeIDs(t *testing.T, db *sql.DB, tok string) []int64 {
 	t.Helper()
-	return storetest.IDs(t, db, `SELECT id FROM messages WHERE (content LIKE ?1 OR tool_name LIKE ?1 OR tool_calls LIKE ?1)
+	return hermesstatetest.IDs(t, db, `SELECT id FROM messages WHERE (content LIKE ?1 OR tool_name LIKE ?1 OR tool_calls LIKE ?1)
 		AND (active = 1 OR compacted = 1) ORDER BY timestamp DESC, id`, "%"+tok+"%")
 }
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -65,7 +65,7 @@ func searchOpts(kw map[string]any) repo.SearchOptions {
 // searchDiffs runs every search case of f and returns, per case, how our
 // answer differs from Hermes' ("" when equal).
 func searchDiffs(t *testing.T, f *fixturetest.Fixture) ([]searchCase, []string, []repo.Route) {
-	st, _ := storetest.Fixture(t, f)
+	st, _ := hermesstatetest.Fixture(t, f)
 	var cases []searchCase
 	f.Get(t, "search", &cases)
 	ctx := context.Background()
@@ -173,7 +173,7 @@ func TestSearchFixtures(t *testing.T) {
 func TestSearchFixtureLayoutsStayWritable(t *testing.T) {
 	ctx := context.Background()
 	for _, f := range fixturetest.LoadFixtures(t) {
-		st, path := storetest.Fixture(t, f)
+		st, path := hermesstatetest.Fixture(t, f)
 		db := fixturetest.Raw(t, path)
 		var sid string
 		require.NoError(t, db.QueryRow("SELECT id FROM sessions ORDER BY started_at LIMIT 1").Scan(&sid))

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/pgtest"
 	"github.com/hermesstate/hermesstate/models"
@@ -33,7 +33,7 @@ func TestSearchFixturesOnPostgres(t *testing.T) {
 			src, cleanup, err := hs.OpenSnapshot(ctx, f.CopyDB(t), hs.Config{})
 			require.NoError(t, err)
 			defer cleanup()
-			dst := storetest.Open(t, storetest.Postgres, hs.Config{})
+			dst := hermesstatetest.Open(t, hermesstatetest.Postgres, hs.Config{})
 			_, err = hs.Copy(ctx, src, dst, hs.CopyOptions{})
 			require.NoError(t, err)
 			// PostgreSQL indexes with the current (v30) layout's rules; so
@@ -87,7 +87,7 @@ func TestSearchFixturesOnPostgres(t *testing.T) {
 // filters (active or compacted, not hidden).
 func pgRankOrderIDs(t *testing.T, st *hs.Store, tsq string, limit, offset int) []int64 {
 	t.Helper()
-	return storetest.IDs(t, storetest.SQL(t, st), `SELECT m.id FROM hs_messages_fts fx JOIN messages m ON m.id = fx.id
+	return hermesstatetest.IDs(t, hermesstatetest.SQL(t, st), `SELECT m.id FROM hs_messages_fts fx JOIN messages m ON m.id = fx.id
 		WHERE fx.doc @@ to_tsquery('simple', $1) AND (m.active = 1 OR m.compacted = 1) AND COALESCE(m.display_kind, '') <> 'hidden'
 		ORDER BY ts_rank(fx.doc, to_tsquery('simple', $1)) DESC, m.timestamp DESC, m.id DESC LIMIT $2 OFFSET $3`, tsq, limit, offset)
 }
@@ -99,7 +99,7 @@ func pgRankOrderIDs(t *testing.T, st *hs.Store, tsq string, limit, offset int) [
 // every candidate (the best-ranked rows inactive or hidden), where the
 // statement that ranks every match answers.
 func TestPostgresRankPageFromCandidates(t *testing.T) {
-	st := storetest.Open(t, storetest.Postgres, hs.Config{})
+	st := hermesstatetest.Open(t, hermesstatetest.Postgres, hs.Config{})
 	ctx := fixturetest.Ctx(t)
 	_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 	require.NoError(t, err)
@@ -114,7 +114,7 @@ func TestPostgresRankPageFromCandidates(t *testing.T) {
 		}
 		batch = append(batch, repo.MessageInput{Role: "user", Content: models.Text(text), Timestamp: models.Epoch(1767225600 + float64(i%250))})
 	}
-	ids := storetest.AppendAll(t, st, "s", batch...)
+	ids := hermesstatetest.AppendAll(t, st, "s", batch...)
 	check := func(t *testing.T, q, tsq string) {
 		for _, page := range []struct{ limit, offset int }{{20, 0}, {20, 180}, {50, 190}, {5, 0}, {300, 100}} {
 			res, err := st.Search().Run(ctx, q, repo.SearchOptions{Limit: page.limit, Offset: page.offset})
@@ -133,7 +133,7 @@ func TestPostgresRankPageFromCandidates(t *testing.T) {
 	})
 	t.Run("filtered", func(t *testing.T) {
 		// The 200 best-ranked rows leave the default search: inactive or hidden.
-		db := storetest.SQL(t, st)
+		db := hermesstatetest.SQL(t, st)
 		for i, id := range ids {
 			if i%3 != 0 {
 				continue
@@ -154,11 +154,11 @@ func TestPostgresRankPageFromCandidates(t *testing.T) {
 // statement (it gave none before), and the word search's plan ranks in
 // hs_messages_fts before it joins messages.
 func TestSearchExplainOnPostgres(t *testing.T) {
-	st := storetest.Open(t, storetest.Postgres, hs.Config{})
+	st := hermesstatetest.Open(t, hermesstatetest.Postgres, hs.Config{})
 	ctx := fixturetest.Ctx(t)
 	_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 	require.NoError(t, err)
-	storetest.AppendAll(t, st, "s", repo.MessageInput{Role: "user", Content: models.Text("alpha beta")})
+	hermesstatetest.AppendAll(t, st, "s", repo.MessageInput{Role: "user", Content: models.Text("alpha beta")})
 	res, err := st.Search().Explain(ctx, "alpha", repo.SearchOptions{})
 	require.NoError(t, err)
 	require.Len(t, res.Hits, 1)
@@ -179,7 +179,7 @@ func pgScanIDs(t *testing.T, st *hs.Store, toks []string) []int64 {
 		preds = append(preds, "(m.content ILIKE $"+strconv.Itoa(n)+" OR m.tool_name ILIKE $"+strconv.Itoa(n)+" OR m.tool_calls ILIKE $"+strconv.Itoa(n)+")")
 		args = append(args, "%"+tok+"%")
 	}
-	return storetest.IDs(t, storetest.SQL(t, st), `SELECT m.id FROM messages m WHERE (`+strings.Join(preds, " OR ")+`)
+	return hermesstatetest.IDs(t, hermesstatetest.SQL(t, st), `SELECT m.id FROM messages m WHERE (`+strings.Join(preds, " OR ")+`)
 		AND (m.active = 1 OR m.compacted = 1) AND COALESCE(m.display_kind, '') <> 'hidden' ORDER BY m.timestamp DESC, m.id`, args...)
 }
 
@@ -190,7 +190,7 @@ func pgScanIDs(t *testing.T, st *hs.Store, toks []string) []int64 {
 // kana, Hangul and characters beyond the BMP, tokens glued to Latin
 // letters, several tokens, a term across two columns (not a match).
 func TestPostgresShortCJKFromIndex(t *testing.T) {
-	st := storetest.Open(t, storetest.Postgres, hs.Config{})
+	st := hermesstatetest.Open(t, hermesstatetest.Postgres, hs.Config{})
 	ctx := fixturetest.Ctx(t)
 	_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 	require.NoError(t, err)
@@ -207,8 +207,8 @@ func TestPostgresShortCJKFromIndex(t *testing.T) {
 		}
 		batch = append(batch, m)
 	}
-	ids := storetest.AppendAll(t, st, "s", batch...)
-	db := storetest.SQL(t, st)
+	ids := hermesstatetest.AppendAll(t, st, "s", batch...)
+	db := hermesstatetest.SQL(t, st)
 	_, err = db.Exec(`UPDATE messages SET tool_calls = '[{"function":{"name":"桂林"}}]' WHERE id = $1`, ids[11])
 	require.NoError(t, err)
 	_, err = db.Exec(`UPDATE messages SET content = NULL WHERE id = $1`, ids[12])
@@ -262,8 +262,8 @@ func TestPostgresShortCJKFromIndex(t *testing.T) {
 // its values are those of the set query, and searches still match the
 // index.
 func TestPostgresCJKGramsInlined(t *testing.T) {
-	st := storetest.Open(t, storetest.Postgres, hs.Config{})
-	db := storetest.SQL(t, st)
+	st := hermesstatetest.Open(t, hermesstatetest.Postgres, hs.Config{})
+	db := hermesstatetest.SQL(t, st)
 	var plan []string
 	rows, err := db.Query(`EXPLAIN (VERBOSE) SELECT hs_cjk_grams(content, tool_name, tool_calls) FROM messages`)
 	require.NoError(t, err)

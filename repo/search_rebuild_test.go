@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
@@ -88,7 +88,7 @@ func TestSearchRebuildConvertsLegacyLayout(t *testing.T) {
 		if f.Version != 1 && f.Version != 11 {
 			continue
 		}
-		st, path := storetest.Fixture(t, f)
+		st, path := hermesstatetest.Fixture(t, f)
 		before, err := st.Search().Messages(ctx, "docker", repo.SearchOptions{})
 		require.NoError(t, err)
 		require.NoError(t, st.Search().Rebuild(ctx, repo.RebuildOptions{Chunk: 7}))

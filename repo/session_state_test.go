@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -20,7 +20,7 @@ func TestLookupFixtures(t *testing.T) {
 	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			ctx := fixturetest.Ctx(t)
-			st := storetest.FixtureStore(t, f.Fixture)
+			st := hermesstatetest.FixtureStore(t, f.Fixture)
 			for _, e := range f.ExtrasOf("search_sessions_by_id") {
 				if string(e.Result) == "null" {
 					continue
@@ -42,7 +42,7 @@ func TestLookupFixtures(t *testing.T) {
 }
 
 func TestContractSessionState(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss, sst := st.Sessions(), st.SessionState()
 
@@ -125,7 +125,7 @@ func TestContractSessionState(t *testing.T) {
 		// tools[] pin.
 		require.NoError(t, sst.UpdateToolNames(ctx, "s", []string{"terminal", "ré"}))
 		var tn string
-		storetest.QueryRow(t, st, `SELECT tool_names FROM sessions WHERE id = 's'`, nil, &tn)
+		hermesstatetest.QueryRow(t, st, `SELECT tool_names FROM sessions WHERE id = 's'`, nil, &tn)
 		require.Equal(t, `["terminal", "r\u00e9"]`, tn)
 		require.NoError(t, sst.UpdateToolNames(ctx, "s", nil))
 		got, err = ss.Get(ctx, "s")
@@ -159,7 +159,7 @@ func TestContractSessionState(t *testing.T) {
 }
 
 func TestContractSessionLifecycle(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss, sst := st.Sessions(), st.SessionState()
 		mk := func(id, parent, key string, started float64) {
@@ -168,7 +168,7 @@ func TestContractSessionLifecycle(t *testing.T) {
 		}
 		generation := func() int64 {
 			var g int64
-			storetest.QueryRow(t, st, `SELECT COALESCE(MAX(generation), 0) FROM conversation_generations`, nil, &g)
+			hermesstatetest.QueryRow(t, st, `SELECT COALESCE(MAX(generation), 0) FROM conversation_generations`, nil, &g)
 			return g
 		}
 
@@ -235,7 +235,7 @@ func TestContractSessionLifecycle(t *testing.T) {
 		mk("old", "", "", 1700000500)
 		_, err = ss.End(ctx, "old", "user_exit")
 		require.NoError(t, err)
-		storetest.Exec(t, st, `UPDATE sessions SET ended_at = 1700000600 WHERE id = 'old'`)
+		hermesstatetest.Exec(t, st, `UPDATE sessions SET ended_at = 1700000600 WHERE id = 'old'`)
 		mk("pinned", "", "", 1700000500)
 		_, err = ss.End(ctx, "pinned", "user_exit")
 		require.NoError(t, err)
@@ -266,9 +266,9 @@ func TestContractSessionLifecycle(t *testing.T) {
 			mk(id, "", "", 1700002000)
 		}
 		calls := models.MustJSON([]map[string]any{{"id": "x"}})
-		storetest.AppendAll(t, st, "c1", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("q")}, repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("a")})
-		storetest.AppendAll(t, st, "c2", repo.MessageInput{Role: "assistant", ToolCalls: calls})
-		storetest.AppendAll(t, st, "c3", repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("x"), FinishReason: fixturetest.Ptr(" Error ")})
+		hermesstatetest.AppendAll(t, st, "c1", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("q")}, repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("a")})
+		hermesstatetest.AppendAll(t, st, "c2", repo.MessageInput{Role: "assistant", ToolCalls: calls})
+		hermesstatetest.AppendAll(t, st, "c3", repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("x"), FinishReason: fixturetest.Ptr(" Error ")})
 		statuses, err := sst.LifecycleStatuses(ctx, []string{"c1", "c2", "c3", "c4", "missing", ""})
 		require.NoError(t, err)
 		require.Equal(t, map[string]string{"c1": "complete", "c2": "interrupted", "c3": "error", "c4": "empty", "missing": "empty"}, statuses)
@@ -276,7 +276,7 @@ func TestContractSessionLifecycle(t *testing.T) {
 }
 
 func TestContractLookupAndUsage(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		ss := st.Sessions()
 		mk := func(id, parent, source, title string, started float64, mc models.JSON) {
@@ -288,7 +288,7 @@ func TestContractLookupAndUsage(t *testing.T) {
 			}
 		}
 		mk("abc_root", "", "cli", "AN-94 rollout", 1700000000, nil)
-		storetest.AppendAll(t, st, "abc_root", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("start the rollout")})
+		hermesstatetest.AppendAll(t, st, "abc_root", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("start the rollout")})
 		_, err := ss.End(ctx, "abc_root", "compression")
 		require.NoError(t, err)
 		mk("zzz_tip", "abc_root", "cli", "", 1700000100, nil)
@@ -366,7 +366,7 @@ func TestContractLookupAndUsage(t *testing.T) {
 		require.NoError(t, ss.UpdateTokenCounts(ctx, "abc_root", repo.TokenUpdate{InputTokens: 10, OutputTokens: 5, APICallCount: 1,
 			Model: "m1", BillingProvider: "p1", EstimatedCostUSD: fixturetest.Ptr(0.5)}))
 		require.NoError(t, ss.UpdateTokenCounts(ctx, "abc", repo.TokenUpdate{InputTokens: 1, APICallCount: 1, ActualCostUSD: fixturetest.Ptr(2.0)}))
-		storetest.AppendAll(t, st, "abc", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("q")})
+		hermesstatetest.AppendAll(t, st, "abc", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("q")})
 		tot, err := us.Totals(ctx, repo.TotalsOptions{})
 		require.NoError(t, err)
 		require.Equal(t, repo.Totals{Tokens: 16, CostUSD: 2.5}, tot)

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -40,7 +40,7 @@ func TestTitlesFixtures(t *testing.T) {
 				} `json:"sanitize_title"`
 			}
 			require.NoError(t, json.Unmarshal(f.Titles, &tt))
-			st := storetest.FixtureStore(t, f.Fixture)
+			st := hermesstatetest.FixtureStore(t, f.Fixture)
 			titles := st.Titles()
 			stored, err := titles.Stored(ctx)
 			require.NoError(t, err)
@@ -112,7 +112,7 @@ func TestTitlesFixtures(t *testing.T) {
 }
 
 func TestTitlesFresh(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		ss, tl := st.Sessions(), st.Titles()
 		mk := func(id string) {
@@ -215,7 +215,7 @@ func TestTitlesFresh(t *testing.T) {
 }
 
 func TestBotChatTitle(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := context.Background()
 		ss, tl := st.Sessions(), st.Titles()
 		for _, id := range []string{"bot", "new", "dm"} {

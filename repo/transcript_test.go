@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/hermesstatetest"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/fixturetest/storetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -20,7 +20,7 @@ func TestTranscriptFixtures(t *testing.T) {
 	for _, f := range fixturetest.LoadAPIFixtures(t) {
 		t.Run(f.Name, func(t *testing.T) {
 			ctx := fixturetest.Ctx(t)
-			st := storetest.FixtureStore(t, f.Fixture)
+			st := hermesstatetest.FixtureStore(t, f.Fixture)
 			for _, e := range f.ExtrasOf("get_messages_around") {
 				if string(e.Result) == "null" {
 					continue // that Hermes had no such method
@@ -67,7 +67,7 @@ func sessionCounters(t *testing.T, st *hs.Store, sid string) (int64, int64) {
 }
 
 func TestContractTranscriptGet(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		tr := st.Transcript()
 		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
@@ -76,7 +76,7 @@ func TestContractTranscriptGet(t *testing.T) {
 		for i := 0; i < 6; i++ {
 			ms = append(ms, repo.MessageInput{Role: "user", Content: fixturetest.Ptr("m" + string(rune('0'+i))), Timestamp: models.Epoch(1700000000 + float64(i))})
 		}
-		ids := storetest.AppendAll(t, st, "s", ms...)
+		ids := hermesstatetest.AppendAll(t, st, "s", ms...)
 
 		all, err := tr.Get(ctx, "s", repo.GetOptions{})
 		require.NoError(t, err)
@@ -97,9 +97,9 @@ func TestContractTranscriptGet(t *testing.T) {
 		// Rewind rows show only with IncludeInactive; compaction-archived
 		// rows also with IncludeCompacted, deduplicated against their live
 		// copy (same role, content, timestamp and tool fields).
-		storetest.Exec(t, st, `UPDATE messages SET active = 0 WHERE id = ?`, ids[5])
-		storetest.Exec(t, st, `UPDATE messages SET active = 0, compacted = 1 WHERE id IN (?, ?)`, ids[0], ids[1])
-		storetest.AppendAll(t, st, "s", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("m1"), Timestamp: 1700000001})
+		hermesstatetest.Exec(t, st, `UPDATE messages SET active = 0 WHERE id = ?`, ids[5])
+		hermesstatetest.Exec(t, st, `UPDATE messages SET active = 0, compacted = 1 WHERE id IN (?, ?)`, ids[0], ids[1])
+		hermesstatetest.AppendAll(t, st, "s", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("m1"), Timestamp: 1700000001})
 		got, err = tr.Get(ctx, "s", repo.GetOptions{})
 		require.NoError(t, err)
 		live := msgIDs(got)
@@ -131,7 +131,7 @@ func TestContractTranscriptGet(t *testing.T) {
 }
 
 func TestContractTranscriptAround(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		for _, id := range []string{"a", "b"} {
 			_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: "cli"})
@@ -139,10 +139,10 @@ func TestContractTranscriptAround(t *testing.T) {
 		}
 		var ids []int64
 		for i := 0; i < 5; i++ {
-			ids = append(ids, storetest.AppendAll(t, st, "a", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("x")})...)
-			storetest.AppendAll(t, st, "b", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("y")})
+			ids = append(ids, hermesstatetest.AppendAll(t, st, "a", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("x")})...)
+			hermesstatetest.AppendAll(t, st, "b", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("y")})
 		}
-		storetest.Exec(t, st, `UPDATE messages SET active = 0 WHERE id = ?`, ids[1])
+		hermesstatetest.Exec(t, st, `UPDATE messages SET active = 0 WHERE id = ?`, ids[1])
 		res, err := st.Transcript().Around(ctx, "a", ids[2], 1)
 		require.NoError(t, err)
 		require.Equal(t, 1, res.MessagesBefore)
@@ -172,13 +172,13 @@ func TestContractTranscriptAround(t *testing.T) {
 }
 
 func TestContractTranscriptReplace(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		tr := st.Transcript()
 		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 		require.NoError(t, err)
-		old := storetest.AppendAll(t, st, "s", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("old q")}, repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("old a")})
-		storetest.Exec(t, st, `UPDATE messages SET active = 0, compacted = 1 WHERE id = ?`, old[0])
+		old := hermesstatetest.AppendAll(t, st, "s", repo.MessageInput{Role: "user", Content: fixturetest.Ptr("old q")}, repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("old a")})
+		hermesstatetest.Exec(t, st, `UPDATE messages SET active = 0, compacted = 1 WHERE id = ?`, old[0])
 
 		calls := models.MustJSON([]map[string]any{{"id": "c1", "type": "function", "function": map[string]any{"name": "t", "arguments": "{}"}},
 			{"id": "c2", "type": "function", "function": map[string]any{"name": "t", "arguments": "{}"}}})
@@ -231,7 +231,7 @@ func TestContractTranscriptReplace(t *testing.T) {
 }
 
 func TestContractTranscriptDeleteClear(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		tr := st.Transcript()
 		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli", SystemPrompt: "sp"})
@@ -245,7 +245,7 @@ func TestContractTranscriptDeleteClear(t *testing.T) {
 			}
 			ms = append(ms, m)
 		}
-		ids := storetest.AppendAll(t, st, "s", ms...)
+		ids := hermesstatetest.AppendAll(t, st, "s", ms...)
 		require.NoError(t, st.Sessions().UpdateTokenCounts(ctx, "s", repo.TokenUpdate{InputTokens: 9, APICallCount: 1, Model: "m", BillingProvider: "p"}))
 
 		n, err := tr.DeleteMessages(ctx, "s", []int64{ids[0], ids[1], 999999})
@@ -292,7 +292,7 @@ func TestContractTranscriptDeleteClear(t *testing.T) {
 }
 
 func TestContractTranscriptProbes(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		tr := st.Transcript()
 		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
@@ -307,7 +307,7 @@ func TestContractTranscriptProbes(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "", text)
 
-		ids := storetest.AppendAll(t, st, "s",
+		ids := hermesstatetest.AppendAll(t, st, "s",
 			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("q1"), Timestamp: 1700000000},
 			repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("first reply"), Timestamp: 1700000001},
 			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("  "), Timestamp: 1700000002},
@@ -364,20 +364,20 @@ func TestContractTranscriptProbes(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "notice", fixturetest.Deref(all[1].DisplayKind))
 		var raw string
-		storetest.QueryRow(t, st, `SELECT display_metadata FROM messages WHERE id = ?`, []any{ids[1]}, &raw)
+		hermesstatetest.QueryRow(t, st, `SELECT display_metadata FROM messages WHERE id = ?`, []any{ids[1]}, &raw)
 		require.Equal(t, `{"k": "\u00e9"}`, raw, "written as Python's json.dumps")
 	})
 }
 
 func TestContractRewind(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
+	hermesstatetest.ForEachBackend(t, func(t *testing.T, st *hs.Store) {
 		ctx := fixturetest.Ctx(t)
 		rw := st.Rewind()
 		_, err := st.Sessions().Create(ctx, repo.SessionInput{ID: "s", Source: "cli"})
 		require.NoError(t, err)
 		calls := models.MustJSON([]map[string]any{{"id": "c1"}})
 		summary := "[CONTEXT SUMMARY]: earlier turns"
-		ids := storetest.AppendAll(t, st, "s",
+		ids := hermesstatetest.AppendAll(t, st, "s",
 			repo.MessageInput{Role: "user", Content: &summary},                                            // 0: not a typed turn
 			repo.MessageInput{Role: "user", Content: fixturetest.Ptr("turn one")},                         // 1: turn 0
 			repo.MessageInput{Role: "assistant", Content: fixturetest.Ptr("reply one")},                   // 2
@@ -404,14 +404,14 @@ func TestContractRewind(t *testing.T) {
 		_, err = rw.ToMessage(ctx, "missing", ids[7], repo.RewindOptions{})
 		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 		// A live compression lock refuses; an expired one is reclaimed.
-		storetest.Exec(t, st, `INSERT INTO compression_locks (session_id, holder, acquired_at, expires_at) VALUES ('s', 'other', 1, 4102444800)`)
+		hermesstatetest.Exec(t, st, `INSERT INTO compression_locks (session_id, holder, acquired_at, expires_at) VALUES ('s', 'other', 1, 4102444800)`)
 		_, err = rw.ToMessage(ctx, "s", ids[7], repo.RewindOptions{})
 		fixturetest.RequireKind(t, err, hs.ErrConflict)
-		storetest.Exec(t, st, `UPDATE compression_locks SET expires_at = 2 WHERE session_id = 's'`)
-		storetest.Exec(t, st, `INSERT INTO session_turn_leases (conversation_id, holder, acquired_at, expires_at) VALUES ('s', 'h', 1, 4102444800)`)
+		hermesstatetest.Exec(t, st, `UPDATE compression_locks SET expires_at = 2 WHERE session_id = 's'`)
+		hermesstatetest.Exec(t, st, `INSERT INTO session_turn_leases (conversation_id, holder, acquired_at, expires_at) VALUES ('s', 'h', 1, 4102444800)`)
 		_, err = rw.ToMessage(ctx, "s", ids[7], repo.RewindOptions{})
 		fixturetest.RequireKind(t, err, hs.ErrConflict)
-		storetest.Exec(t, st, `UPDATE session_turn_leases SET expires_at = 2`)
+		hermesstatetest.Exec(t, st, `UPDATE session_turn_leases SET expires_at = 2`)
 
 		// Undo the last turn.
 		res, err := rw.UserTurn(ctx, "s", -1)
@@ -421,7 +421,7 @@ func TestContractRewind(t *testing.T) {
 		require.Equal(t, 1, res.TurnsUndone)
 		require.Equal(t, ids[6], *res.NewHeadID)
 		var locks, leases int64
-		storetest.QueryRow(t, st, `SELECT (SELECT COUNT(*) FROM compression_locks), (SELECT COUNT(*) FROM session_turn_leases)`, nil, &locks, &leases)
+		hermesstatetest.QueryRow(t, st, `SELECT (SELECT COUNT(*) FROM compression_locks), (SELECT COUNT(*) FROM session_turn_leases)`, nil, &locks, &leases)
 		require.Zero(t, locks+leases, "expired guards are reclaimed")
 		s, err := st.Sessions().Get(ctx, "s")
 		require.NoError(t, err)

@@ -13,7 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/hermesstate/hermesstate/internal/bench"
+	"github.com/hermesstate/hermesstate/cmd/hermes-state/internal/bench"
 )
 
 func benchCmd(a *app) *cobra.Command {

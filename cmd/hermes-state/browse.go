@@ -11,7 +11,7 @@ import (
 	"golang.org/x/term"
 
 	hs "github.com/hermesstate/hermesstate"
-	"github.com/hermesstate/hermesstate/internal/browse"
+	"github.com/hermesstate/hermesstate/cmd/hermes-state/internal/browse"
 )
 
 // processStart is taken when this package initialises (after the Go

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/migrations"
 )
 
 // Health of the store: doctor, repair, recover, maintain.
@@ -69,7 +70,14 @@ func printDoctor(a *app, r *hs.DoctorReport) {
 	}
 	fmt.Fprintf(w, "sqlite          %s (%s)\n", r.SQLiteVersion, bug)
 	fmt.Fprintf(w, "journal mode    %s (configured %s)\n", r.JournalMode, r.JournalConfigured)
-	fmt.Fprintf(w, "schema version  %d, pending migrations: %s\n", r.SchemaVersion, orNone(r.PendingMigrations))
+	if len(r.PendingMigrations) == 0 {
+		fmt.Fprintf(w, "schema version  %d, pending migrations: none\n", r.SchemaVersion)
+	} else {
+		fmt.Fprintf(w, "schema version  %d, pending migrations (migrate would run them):\n", r.SchemaVersion)
+	}
+	for _, id := range r.PendingMigrations {
+		fmt.Fprintf(w, "                  %s: %s\n", id, orUnknownStep(migrations.Describe(id)))
+	}
 	fmt.Fprintf(w, "fts layout      %s %s\n", r.FTSLayout, strings.Join(r.FTSTables, ", "))
 	fmt.Fprintf(w, "pages           %d of %d bytes, %d free (%.1f%%)\n", r.PageCount, r.PageSize, r.FreelistCount, 100*r.FreelistRatio)
 	fmt.Fprintf(w, "rows            %d sessions, %d messages\n", r.Sessions, r.Messages)
@@ -95,13 +103,6 @@ func printDoctor(a *app, r *hs.DoctorReport) {
 	} else {
 		fmt.Fprintf(w, "%d problem(s) (checked in %s)\n", len(probs), r.Elapsed)
 	}
-}
-
-func orNone(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
 }
 
 func repairCmd(a *app) *cobra.Command {
@@ -312,4 +313,13 @@ func printMaintain(w io.Writer, opt hs.MaintenanceOptions, rep *hs.MaintenanceRe
 		fmt.Fprintln(w, "checkpoint WAL truncated")
 	}
 	return nil
+}
+
+// orUnknownStep is a step's description, or a note that this build does not
+// know the step (it was recorded by a newer hermesstate).
+func orUnknownStep(d string) string {
+	if d == "" {
+		return "(a step this build does not know)"
+	}
+	return d
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	hs "github.com/hermesstate/hermesstate"
-	"github.com/hermesstate/hermesstate/internal/mcpserver"
+	"github.com/hermesstate/hermesstate/cmd/hermes-state/internal/mcpserver"
 )
 
 func mcpCmd(a *app) *cobra.Command {

@@ -20,8 +20,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermesstate/hermesstate/cmd/hermes-state/internal/mcpserver"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
-	"github.com/hermesstate/hermesstate/internal/mcpserver"
 )
 
 // cliCommand returns the hermes-state CLI as a process: this test binary

@@ -3,8 +3,9 @@
 // salvage of `recover` and the housekeeping of `maintain`.
 //
 // It works on a file path and opens its own connections, so it can report on
-// a file the store refuses to open. It imports only root-independent
-// packages (migrations, internal/sqlitex, models); the root package wraps it.
+// a file the store refuses to open. It sits above repo and migrations and
+// below the root package, which wraps it (hermesstate.Doctor, Repair,
+// Recover); use those unless you need the report's parts.
 //
 // Doctor never changes the file it examines: every read is an ordinary
 // query, and the FTS5 'integrity-check' commands (which SQLite runs as

@@ -1,4 +1,5 @@
-// Package storetest opens hermesstate stores for tests: an empty store per
+// Package hermesstatetest opens hermesstate stores for tests, as
+// net/http/httptest does for servers: an empty store per
 // backend (the contract suite's ForEachBackend: a SQLite file in
 // t.TempDir() and a fresh PostgreSQL schema), a fresh SQLite store, and a
 // private copy of a Hermes fixture. Each store is closed when the test
@@ -6,10 +7,10 @@
 //
 // It is the part of fixturetest that imports the root package, kept apart
 // so that the white-box tests of the packages the root imports (repo,
-// migrations, internal/doctor, ...) can still use fixturetest: importing
+// migrations, doctor, ...) can still use fixturetest: importing
 // the root from those would be an import cycle. Import it from external
 // test packages (package repo_test, package hermesstate_test, ...).
-package storetest
+package hermesstatetest
 
 import (
 	"context"

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/cmd/hermes-state/internal/mcpserver"
 	"github.com/hermesstate/hermesstate/internal/errtext"
-	"github.com/hermesstate/hermesstate/internal/mcpserver"
 )
 
 // badCall is a tool call with arguments a client may send by mistake.

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
-	"github.com/hermesstate/hermesstate/internal/mcpserver"
+	"github.com/hermesstate/hermesstate/cmd/hermes-state/internal/mcpserver"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )

@@ -1,4 +1,4 @@
-package storetest
+package hermesstatetest
 
 import (
 	"database/sql"

@@ -7,7 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hermesstate/hermesstate/internal/mcpserver"
+	"github.com/hermesstate/hermesstate/cmd/hermes-state/internal/mcpserver"
 )
 
 // FuzzToolArguments sends arbitrary JSON as the arguments of every tool of
