@@ -201,6 +201,7 @@ type state struct {
 	missingTabs  []schemaref.Statement
 	missingCols  map[string][]schemaref.Column
 	counterRows  int64
+	activeCol    bool             // messages has the active column
 	activity     bool             // the activity table must be rebuilt
 	orphans      map[string]int64 // "table.column" -> rows
 	ftsByName    map[string]ftsTable
@@ -778,20 +779,43 @@ func fkColumn(table, parent string) string {
 }
 
 // counterSQL selects the sessions whose message_count or tool_call_count
-// disagree with their rows. tool_call_count is accepted under either Hermes
-// rule: the number of tool calls in tool_calls (v3+), or one per
-// tool-related message (v1–v2).
-const counterSQL = `WITH agg AS (
+// disagree with their ACTIVE rows: Hermes v30 keeps both as the counts of
+// the active messages (_active_transcript_counts, after a rewind and a
+// compaction; rows of a file from before the active column, or with it
+// NULL, are active). tool_call_count is accepted under either Hermes rule:
+// the number of tool calls in tool_calls (v3+), or one per tool-related
+// message (v1–v2). activeCol says whether messages has the active column.
+func counterSQL(activeCol bool) string {
+	active := "1"
+	if activeCol {
+		active = "COALESCE(active, 1) = 1"
+	}
+	return `WITH agg AS (
   SELECT session_id, count(*) AS n,
          SUM(CASE WHEN tool_calls IS NULL OR tool_calls = '' THEN 0
                   WHEN json_valid(tool_calls) AND json_type(tool_calls) = 'array' THEN json_array_length(tool_calls)
                   ELSE 1 END) AS tc,
          SUM(CASE WHEN role = 'tool' OR (tool_calls IS NOT NULL AND tool_calls <> '') THEN 1 ELSE 0 END) AS tc_old
-  FROM messages GROUP BY session_id)
+  FROM messages WHERE ` + active + ` GROUP BY session_id)
 SELECT s.id, COALESCE(s.message_count, 0), COALESCE(s.tool_call_count, 0), COALESCE(a.n, 0), COALESCE(a.tc, 0)
 FROM sessions AS s LEFT JOIN agg AS a ON a.session_id = s.id
 WHERE COALESCE(s.message_count, 0) <> COALESCE(a.n, 0)
    OR (COALESCE(s.tool_call_count, 0) <> COALESCE(a.tc, 0) AND COALESCE(s.tool_call_count, 0) <> COALESCE(a.tc_old, 0))`
+}
+
+// hasColumn reports whether table has column (false when it cannot be read).
+func (c *checker) hasColumn(table, column string) bool {
+	cols, err := tableInfo(c.ctx, c.db, table)
+	if err != nil {
+		return false
+	}
+	for _, col := range cols {
+		if strings.EqualFold(col.Name, column) {
+			return true
+		}
+	}
+	return false
+}
 
 func (c *checker) counters() {
 	if !c.has("table", "sessions") || !c.has("table", "messages") {
@@ -799,7 +823,8 @@ func (c *checker) counters() {
 	}
 	_ = c.db.QueryRowContext(c.ctx, "SELECT count(*) FROM sessions").Scan(&c.r.Sessions)
 	_ = c.db.QueryRowContext(c.ctx, "SELECT count(*) FROM messages").Scan(&c.r.Messages)
-	rows, err := c.db.QueryContext(c.ctx, counterSQL)
+	c.r.state.activeCol = c.hasColumn("messages", "active")
+	rows, err := c.db.QueryContext(c.ctx, counterSQL(c.r.state.activeCol))
 	if err != nil {
 		c.readFailed(CheckCounters, "", "counting messages failed", err)
 		return
@@ -814,7 +839,7 @@ func (c *checker) counters() {
 			break
 		}
 		if n == 0 {
-			example = fmt.Sprintf("session %s: message_count %d for %d rows, tool_call_count %d for %d tool calls", id, mc, rn, tc, rtc)
+			example = fmt.Sprintf("session %s: message_count %d for %d active rows, tool_call_count %d for %d tool calls", id, mc, rn, tc, rtc)
 		}
 		n++
 	}
@@ -824,7 +849,7 @@ func (c *checker) counters() {
 	}
 	c.r.state.counterRows = n
 	if n > 0 {
-		c.r.add(CheckCounters, Warning, "sessions", FixRepair, "%d sessions have counters that disagree with their rows (first: %s)", n, example)
+		c.r.add(CheckCounters, Warning, "sessions", FixRepair, "%d sessions have counters that disagree with their active rows (first: %s)", n, example)
 	}
 }
 

@@ -745,15 +745,21 @@ func (rp *repairer) orphans() (placeholders int64, err error) {
 }
 
 // counters recomputes message_count and tool_call_count of the sessions
-// whose counters disagree with their rows, in rowid chunks.
+// whose counters disagree with their active rows, in rowid chunks, as
+// Hermes counts them (_active_transcript_counts: the active rows, and the
+// tool calls their tool_calls hold).
 func (rp *repairer) counters() error {
-	const upd = `UPDATE sessions SET
-	  message_count = (SELECT count(*) FROM messages AS m WHERE m.session_id = sessions.id),
+	active := ""
+	if rp.st.activeCol {
+		active = " AND COALESCE(m.active, 1) = 1"
+	}
+	upd := `UPDATE sessions SET
+	  message_count = (SELECT count(*) FROM messages AS m WHERE m.session_id = sessions.id` + active + `),
 	  tool_call_count = (SELECT COALESCE(SUM(CASE WHEN m.tool_calls IS NULL OR m.tool_calls = '' THEN 0
 	       WHEN json_valid(m.tool_calls) AND json_type(m.tool_calls) = 'array' THEN json_array_length(m.tool_calls) ELSE 1 END), 0)
-	     FROM messages AS m WHERE m.session_id = sessions.id)
-	WHERE rowid > ? AND rowid <= ? AND id IN (SELECT id FROM (` + counterSQL + `))`
-	rp.act("counters", "sessions", fmt.Sprintf("recompute message_count and tool_call_count of %d sessions from their rows", rp.st.counterRows), 0)
+	     FROM messages AS m WHERE m.session_id = sessions.id` + active + `)
+	WHERE rowid > ? AND rowid <= ? AND id IN (SELECT id FROM (` + counterSQL(rp.st.activeCol) + `))`
+	rp.act("counters", "sessions", fmt.Sprintf("recompute message_count and tool_call_count of %d sessions from their active rows", rp.st.counterRows), 0)
 	if rp.opts.DryRun {
 		return nil
 	}

@@ -57,7 +57,7 @@ type Rewind interface {
 	ToMessage(ctx context.Context, sessionID string, targetID int64, opt RewindOptions) (*RewindResult, error)
 	// UserTurn rewinds to just before user turn ordinal of the live
 	// transcript (0 = oldest; negative counts back from the newest, -1
-	// being the last turn, and clamps to the oldest). A turn is a real
+	// being the last turn and -N, of N turns, the oldest). A turn is a real
 	// user message (not a compaction summary or bookkeeping row) together
 	// with the user messages right after it that got no reply. ErrNotFound
 	// when there is no such turn; otherwise as ToMessage.
@@ -229,9 +229,9 @@ func (r *rewindRepo) UserTurn(ctx context.Context, sid string, ordinal int) (*Re
 		turns := userTurns(live)
 		n := ordinal
 		if n < 0 {
-			n = max(len(turns)+n, 0)
+			n += len(turns)
 		}
-		if n >= len(turns) {
+		if n < 0 || n >= len(turns) {
 			return errs.Errorf(errs.ErrNotFound, op, "session %q has no user turn %d (it has %d)", sid, ordinal, len(turns))
 		}
 		var err error
