@@ -82,7 +82,10 @@ type Config struct {
 	// processes appending in a loop: max stall about 0.2 s with 20 ms,
 	// 0.3-0.6 s with 100 ms (BENCHMARKS.md).
 	BusyTimeout time.Duration
-	// ReadBusyTimeout of reader connections; default 5 s.
+	// ReadBusyTimeout of reader connections; default 100 ms. A read that
+	// meets a lock is retried by the store, with jitter, for up to 5 s in
+	// all; the short SQLite timeout lets a cancelled context stop the wait
+	// within it (SQLite's busy handler cannot be interrupted).
 	ReadBusyTimeout time.Duration
 	// ReadPoolSize is the number of reader connections; default 4. In WAL
 	// mode readers run beside the single writer without waiting for it; in
@@ -136,6 +139,10 @@ type Config struct {
 type WriteBudgets struct {
 	Routine, Transcript, Activity time.Duration
 }
+
+// DefaultReadBusyTimeout is the reader connections' SQLite busy timeout
+// when Config.ReadBusyTimeout is zero.
+const DefaultReadBusyTimeout = 100 * time.Millisecond
 
 // DefaultBusyTimeout is the writer's SQLite busy timeout when
 // Config.BusyTimeout is zero.
@@ -215,7 +222,7 @@ func (c Config) withDefaults() Config {
 		c.BusyTimeout = DefaultBusyTimeout
 	}
 	if c.ReadBusyTimeout <= 0 {
-		c.ReadBusyTimeout = 5 * time.Second
+		c.ReadBusyTimeout = DefaultReadBusyTimeout
 	}
 	if c.ReadPoolSize <= 0 {
 		c.ReadPoolSize = 4

@@ -413,8 +413,10 @@ func openReadOnlyPool(ctx context.Context, path string, busy time.Duration, cach
 		if err != nil {
 			return nil, err
 		}
-		var n int64
-		if err := g.WithContext(ctx).Raw("SELECT count(*) FROM sqlite_master").Scan(&n).Error; err != nil {
+		_, err = sqlitex.Retry(ctx, readLockBudget, func() error {
+			return probeInterruptible(ctx, g, "SELECT count(*) FROM sqlite_master")
+		})
+		if err != nil {
 			if d, e := g.DB(); e == nil {
 				_ = d.Close()
 			}
@@ -425,6 +427,9 @@ func openReadOnlyPool(ctx context.Context, path string, busy time.Duration, cach
 	g, err := open(false)
 	if err == nil {
 		return g, false, nil
+	}
+	if ctx.Err() != nil {
+		return nil, false, ctx.Err()
 	}
 	if !sqlitex.IsCantOpen(err) {
 		return nil, false, classifyOpenErr(op, err, path)
@@ -441,6 +446,31 @@ func openReadOnlyPool(ctx context.Context, path string, busy time.Duration, cach
 		return nil, false, classifyOpenErr(op, err, path)
 	}
 	return g, true, nil
+}
+
+// readLockBudget is how long an open for reading waits for a file another
+// process holds locked (as repo.Read does for every read).
+const readLockBudget = 5 * time.Second
+
+// probeInterruptible runs the one-value query q on a connection of g that
+// is interrupted when ctx ends (sqlitex.WithInterrupt), so that an open
+// waiting for a file another process holds locked stops at once when its
+// context ends (returning the context's error) instead of after the busy
+// timeout.
+func probeInterruptible(ctx context.Context, g *gorm.DB, q string) error {
+	pool, err := g.DB()
+	if err != nil {
+		return err
+	}
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return sqlitex.WithInterrupt(ctx, conn, func() error {
+		var n int64
+		return conn.QueryRowContext(ctx, q).Scan(&n)
+	})
 }
 
 func classifyOpenErr(op string, err error, path string) error {

@@ -29,6 +29,9 @@ type app struct {
 	out         io.Writer
 	errOut      io.Writer
 	store       *hs.Store
+	// serving is set by a command that serves until it is stopped (mcp):
+	// a signal ends it normally, and main keeps its exit status.
+	serving bool
 }
 
 // config is the store configuration the global flags describe.

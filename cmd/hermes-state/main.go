@@ -10,10 +10,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -82,15 +84,45 @@ func execute(ctx context.Context, a *app, args []string) int {
 	root.SetErr(a.errOut)
 	err := root.ExecuteContext(ctx)
 	if err != nil {
-		fmt.Fprintln(a.errOut, "hermes-state: "+a.errorText(err))
+		msg := a.errorText(err)
+		if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			msg = "interrupted; nothing more was done"
+		}
+		fmt.Fprintln(a.errOut, "hermes-state: "+msg)
 	}
 	a.close()
 	return exitCode(err)
 }
 
+// main runs the command line. SIGINT or SIGTERM cancels the command's
+// context (every read and write stops at once; a write in flight is rolled
+// back) and the process exits 128 + the signal's number (130 for SIGINT,
+// 143 for SIGTERM), whatever the command returned, so a script never takes
+// an interrupted command's partial output for its answer; only a server
+// (mcp), which a signal is the normal way to stop, exits as it returns. A
+// second signal kills the process the default way.
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := execute(ctx, &app{out: os.Stdout, errOut: os.Stderr}, os.Args[1:])
-	stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var got atomic.Int32
+	go func() {
+		s, ok := <-sigs
+		if !ok {
+			return
+		}
+		if n, isSys := s.(syscall.Signal); isSys {
+			got.Store(int32(n))
+		}
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		cancel()
+	}()
+	a := &app{out: os.Stdout, errOut: os.Stderr}
+	code := execute(ctx, a, os.Args[1:])
+	signal.Stop(sigs)
+	cancel()
+	if n := got.Load(); n != 0 && !a.serving {
+		code = 128 + int(n)
+	}
 	os.Exit(code)
 }

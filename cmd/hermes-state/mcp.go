@@ -41,6 +41,7 @@ By default it speaks MCP on stdin/stdout (what MCP clients start). With
 				logger = slog.New(slog.NewTextHandler(a.errOut, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			}
 			srv := mcpserver.New(st, mcpserver.Options{AllowWrite: allowWrite, Logger: logger})
+			a.serving = true
 			if httpAddr == "" {
 				return mcpserver.ServeStdio(ctx, srv)
 			}

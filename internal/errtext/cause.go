@@ -1,6 +1,11 @@
 package errtext
 
 import (
+	"errors"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
@@ -15,12 +20,59 @@ import (
 // SQL text. path is the SQLite file ("" when there is none).
 func Cause(err error, path string) string {
 	if _, ok := sqlitex.Code(err); ok {
-		return sqlitex.Explain(err, path)
+		if c := sqlitex.Explain(err, path); c != "" {
+			return c
+		}
+		return statementCause(err)
 	}
 	if c := pgsql.Cause(err); c != "" {
 		return c
 	}
+	if c := statementCause(err); c != "" {
+		return c
+	}
 	return sqlitex.Explain(err, path)
+}
+
+// statementCause says what a statement error of the engine means when the
+// statement itself could not run on this database: SQLite's SQLITE_ERROR
+// ("no such column: m.display_kind", "no such table: x") or a PostgreSQL
+// error of SQLSTATE class 42 (undefined column, undefined table). These
+// come from a file or schema that lacks what the statement needs (an older
+// or altered shape), so the message says that and quotes the engine's own
+// words, which name the missing object but hold no SQL text. It returns ""
+// for any other error.
+func statementCause(err error) string {
+	if c, ok := sqlitex.Code(err); ok {
+		if c != 1 { // SQLITE_ERROR, without an extended code
+			return ""
+		}
+		return "the database lacks what this statement needs (" + sqliteMessage(err) + ")"
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && strings.HasPrefix(pe.Code, "42") {
+		return "the database lacks what this statement needs (" + pe.Message + ", SQLSTATE " + pe.Code + ")"
+	}
+	return ""
+}
+
+// sqliteMessage is the driver's text of a SQLite error without the
+// result code's generic words and number ("SQL logic error: no such
+// column: x (1)" becomes "no such column: x").
+func sqliteMessage(err error) string {
+	var c interface {
+		Code() int
+		Error() string
+	}
+	msg := err.Error()
+	if errors.As(err, &c) {
+		msg = c.Error()
+	}
+	msg = strings.TrimPrefix(msg, "SQL logic error: ")
+	if i := strings.LastIndex(msg, " ("); i > 0 && strings.HasSuffix(msg, ")") {
+		msg = msg[:i]
+	}
+	return msg
 }
 
 // Storage is the ErrStorage error of op around cause err, with a message
