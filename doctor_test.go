@@ -2,6 +2,8 @@ package hermesstate_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/migrations"
 )
 
 func requireHealthy(t testing.TB, r *hs.DoctorReport) {
@@ -27,8 +30,7 @@ func TestDoctorFixturesAfterAdoption(t *testing.T) {
 			path := f.CopyDB(t)
 			before, err := hs.Doctor(ctx, hs.Config{Path: path}, hs.DoctorOptions{})
 			require.NoError(t, err)
-			require.False(t, before.OK(), "an unadopted fixture has pending migrations")
-			require.NotEmpty(t, before.PendingMigrations)
+			require.NotEmpty(t, before.PendingMigrations, "an unadopted fixture has pending migrations")
 			st, err := hs.Open(ctx, hs.Config{Path: path})
 			require.NoError(t, err)
 			for _, full := range []bool{false, true} {
@@ -44,6 +46,70 @@ func TestDoctorFixturesAfterAdoption(t *testing.T) {
 			require.NoError(t, st.Close())
 		})
 	}
+}
+
+// TestDoctorUntouchedFixtures: a file Hermes wrote, untouched, is healthy.
+// doctor (quick and full) finds nothing wrong on every fixture before
+// adoption: "not adopted yet" is information, PostgreSQL-only steps are not
+// listed for a SQLite file, and the trigram indexes SQLite 3.40.1 wrote
+// (which stop at U+0000) are recognised as consistent as written. doctor
+// changes neither the file nor its journal mode, and creates nothing beside
+// it.
+func TestDoctorUntouchedFixtures(t *testing.T) {
+	ctx := context.Background()
+	pgOnly := map[string]bool{}
+	for _, m := range migrations.List() {
+		if m.PostgresOnly {
+			pgOnly[m.ID] = true
+		}
+	}
+	require.NotEmpty(t, pgOnly)
+	for _, f := range fixturetest.LoadFixtures(t) {
+		t.Run(f.Name, func(t *testing.T) {
+			path := f.CopyDB(t)
+			sum := fileSums(t, path)
+			for _, full := range []bool{false, true} {
+				r, err := hs.Doctor(ctx, hs.Config{Path: path}, hs.DoctorOptions{Full: full})
+				require.NoError(t, err)
+				requireHealthy(t, r)
+				require.NotEmpty(t, r.PendingMigrations)
+				for _, id := range r.PendingMigrations {
+					require.False(t, pgOnly[id], "%s is a PostgreSQL step", id)
+				}
+				for _, fd := range r.Findings {
+					require.NotContains(t, fd.Message, "0101_hermesstate_pg", "PostgreSQL steps are never listed for SQLite")
+				}
+				require.True(t, hasInfo(r, "migrations"), "not adopted yet is information: %+v", r.Findings)
+				require.Equal(t, sum, fileSums(t, path), "doctor (full=%v) writes nothing", full)
+			}
+		})
+	}
+}
+
+// hasInfo reports whether r has an Info finding of check.
+func hasInfo(r *hs.DoctorReport, check string) bool {
+	for _, f := range r.Findings {
+		if f.Check == check && f.Severity == hs.SeverityInfo {
+			return true
+		}
+	}
+	return false
+}
+
+// fileSums returns the sha256 of path and of each sidecar present beside it
+// (-wal, -shm, -journal), keyed by suffix.
+func fileSums(t testing.TB, path string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, suf := range []string{"", "-wal", "-shm", "-journal"} {
+		b, err := os.ReadFile(path + suf)
+		if os.IsNotExist(err) {
+			continue
+		}
+		require.NoError(t, err)
+		out[suf] = fmt.Sprintf("%x", sha256.Sum256(b))
+	}
+	return out
 }
 
 // TestJournalModeConfiguration: the configured journal mode is applied at
@@ -106,4 +172,32 @@ func TestDoctorMissingFile(t *testing.T) {
 	require.ErrorIs(t, err, hs.ErrNotFound)
 	_, statErr := os.Stat(p)
 	require.True(t, os.IsNotExist(statErr))
+}
+
+// TestDoctorOlderTrigramIndexStillFindsDamage: recognising the trigram
+// indexes SQLite before 3.45 wrote never hides real damage: a Hermes file
+// whose trigram index also disagrees with a row without U+0000 is still an
+// error, quick (inline tables) and full (external content).
+func TestDoctorOlderTrigramIndexStillFindsDamage(t *testing.T) {
+	ctx := context.Background()
+	for _, f := range fixturetest.LoadFixtures(t) {
+		var damage string
+		switch {
+		case f.Version == 30:
+			// An extra index entry for a row (external content).
+			damage = `INSERT INTO messages_fts_trigram(rowid, content, tool_name) SELECT id, 'ghost words', NULL FROM messages WHERE role = 'user' ORDER BY id LIMIT 1`
+		case f.Version >= 11:
+			// The stored text of a row changed behind the index (inline).
+			damage = `UPDATE messages_fts_trigram_content SET c0 = 'ghost words' WHERE id = (SELECT min(id) FROM messages_fts_trigram_content WHERE instr(c0, char(0)) = 0)`
+		default:
+			continue
+		}
+		t.Run(f.Name, func(t *testing.T) {
+			path := f.CopyDB(t)
+			execRaw(t, path, damage)
+			r, err := hs.Doctor(ctx, hs.Config{Path: path}, hs.DoctorOptions{Full: true})
+			require.NoError(t, err)
+			require.True(t, r.Has("fts", "messages_fts_trigram"), "%+v", r.Findings)
+		})
+	}
 }

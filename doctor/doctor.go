@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -193,14 +194,18 @@ type state struct {
 	// place says why the file cannot be opened or read where it lies (a
 	// full disk, a read-only mount: not damage); repair refuses with
 	// ErrStorage, not ErrCorrupt.
-	place        string
-	badIndexes   map[string]bool
-	badFTS       map[string]string // table -> reason
+	place      string
+	badIndexes map[string]bool
+	badFTS     map[string]string // table -> reason
+	// ftsMismatch: tables whose index does not match their content (FTS5
+	// integrity-check), with the reason also in badFTS.
+	ftsMismatch  map[string]string
 	missingTrig  []triggerDef
 	missingIdx   []schemaref.Statement
 	missingTabs  []schemaref.Statement
 	missingCols  map[string][]schemaref.Column
 	counterRows  int64
+	unadopted    bool             // the file is not adopted yet (baseline step pending)
 	activeCol    bool             // messages has the active column
 	activity     bool             // the activity table must be rebuilt
 	orphans      map[string]int64 // "table.column" -> rows
@@ -227,7 +232,7 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 		opts.WALWarnBytes = 64 << 20
 	}
 	r := &Report{Path: opts.Path, Full: opts.Full, JournalConfigured: strings.ToLower(opts.JournalMode), JournalExplicit: explicit, Findings: []Finding{},
-		state: &state{badIndexes: map[string]bool{}, badFTS: map[string]string{}, missingCols: map[string][]schemaref.Column{}, orphans: map[string]int64{}}}
+		state: &state{badIndexes: map[string]bool{}, badFTS: map[string]string{}, ftsMismatch: map[string]string{}, missingCols: map[string][]schemaref.Column{}, orphans: map[string]int64{}}}
 	defer func() { r.Elapsed = time.Since(start).Round(time.Millisecond).String() }()
 	if err := sqlitex.CheckStoreFile("doctor", opts.Path); err != nil {
 		return nil, err
@@ -242,7 +247,8 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 	if walErr == nil {
 		r.WALBytes = walSt.Size()
 	}
-	if !checkHeader(r, opts.Path, walErr == nil && walSt.Size() > 0) {
+	ok, walHeader := checkHeader(r, opts.Path, walErr == nil && walSt.Size() > 0)
+	if !ok {
 		r.state.unreadable = true
 		return r, nil
 	}
@@ -251,12 +257,17 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 			"the -wal file is missing but its index (-shm) is present: a -wal was deleted, and the commits it held (not yet checkpointed) are lost; if a process still has it open, reads fail with I/O errors until that process exits")
 	}
 
-	db, err := openRead(ctx, opts.Path)
+	// A WAL file with neither -wal nor -shm beside it is open nowhere and
+	// holds every commit in the file itself: it is read as an immutable
+	// snapshot, so that doctor creates no -wal or -shm (a read-only
+	// connection would, and could not remove them).
+	snapshot := walHeader && walErr != nil && shmErr != nil
+	db, err := openRead(ctx, opts.Path, snapshot)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	c := &checker{ctx: ctx, db: db, r: r, opts: opts}
+	c := &checker{ctx: ctx, db: db, r: r, opts: opts, walHeader: walHeader}
 	defer c.closeWriter()
 	c.run()
 	noteUnwritablePlace(r, opts.Path)
@@ -266,8 +277,9 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 
 // openRead opens the connection every check reads through: SQLite's
 // mode=ro (the file is opened for reading only, so doctor cannot change
-// it), foreign keys off, a 5 s busy timeout.
-func openRead(ctx context.Context, path string) (*sql.DB, error) {
+// it), foreign keys off, a 5 s busy timeout; with snapshot, immutable=1
+// (no lock, no -wal or -shm) for a WAL file no process has open.
+func openRead(ctx context.Context, path string, snapshot bool) (*sql.DB, error) {
 	open := func(immutable bool) (*sql.DB, error) {
 		dsn, err := sqlitex.ConnConfig{Path: path, BusyTimeout: 5 * time.Second, ReadOnly: true, Immutable: immutable}.URI()
 		if err != nil {
@@ -281,7 +293,7 @@ func openRead(ctx context.Context, path string) (*sql.DB, error) {
 		db.SetMaxIdleConns(1)
 		return db, nil
 	}
-	db, err := open(false)
+	db, err := open(snapshot)
 	if err != nil {
 		return nil, errtext.Storage("doctor", err, "cannot open "+path, path)
 	}
@@ -362,6 +374,9 @@ type checker struct {
 	// writer), rwErr why it could not be opened.
 	rw    *sql.DB
 	rwErr error
+	// walHeader: the file header says WAL (an immutable snapshot
+	// connection reports journal mode delete for such a file).
+	walHeader bool
 }
 
 // describeErr turns a read error into a sentence and whether the file is
@@ -461,6 +476,9 @@ func (c *checker) run() {
 		return
 	}
 	r.JournalMode = strings.ToLower(r.JournalMode)
+	if c.walHeader {
+		r.JournalMode = "wal"
+	}
 	c.pragmaInt("page_size", &r.PageSize)
 	c.pragmaInt("page_count", &r.PageCount)
 	c.pragmaInt("freelist_count", &r.FreelistCount)
@@ -486,13 +504,16 @@ func (c *checker) run() {
 	c.newerSchema()
 }
 
-// collapseUnadopted replaces the schema warnings of a file whose migrations
-// have not run yet by one finding: adoption (any writable open, or
-// `migrate`) adds what is missing.
+// collapseUnadopted handles a file hermes-state has not adopted yet (a
+// Hermes file as Hermes left it: the baseline step is pending). Its
+// differences from the v30 schema are what adoption adds, not damage: the
+// schema warnings become one information finding, and repair leaves the
+// schema to adoption (any writable open, or `migrate`).
 func (c *checker) collapseUnadopted() {
-	if len(c.r.PendingMigrations) == 0 {
+	if !slices.Contains(c.r.PendingMigrations, baselineStep) {
 		return
 	}
+	c.r.state.unadopted = true
 	var kept []Finding
 	n := 0
 	for _, f := range c.r.Findings {
@@ -511,9 +532,19 @@ func (c *checker) collapseUnadopted() {
 	for _, cs := range st.missingCols {
 		cols += len(cs)
 	}
-	c.r.add(CheckSchema, Warning, "", FixMigrate, "the file is not adopted to v30 yet: %d tables, %d columns, %d indexes and %d triggers of v30 are missing; adoption adds them without rewriting rows",
-		len(st.missingTabs), cols, len(st.missingIdx), len(st.missingTrig))
+	display := 0
+	for _, tg := range st.missingTrig {
+		if tg.Table == "" {
+			display++
+		}
+	}
+	c.r.add(CheckSchema, Info, "", "", "not adopted yet: %d tables, %d columns, %d indexes and %d display triggers of v30 are not in the file; adoption (the first writable open, or `%s`) adds them without rewriting rows",
+		len(st.missingTabs), cols, len(st.missingIdx), display, FixMigrate)
 }
+
+// baselineStep is the migration that adopts a file; while it is pending
+// the file is as Hermes (or an older program) left it.
+const baselineStep = "0001_hermes_v30_baseline"
 
 func (c *checker) pragmaInt(name string, dst *int64) {
 	_ = c.db.QueryRowContext(c.ctx, "PRAGMA "+name).Scan(dst)
@@ -594,6 +625,7 @@ func (c *checker) integrity() bool {
 		if m := ftsLineRE.FindStringSubmatch(l); m != nil {
 			name := m[1] + m[2]
 			c.r.state.badFTS[name] = l
+			c.r.state.ftsMismatch[name] = l
 			c.r.add(CheckFTS, Error, name, FixRepair, "FTS index %s is inconsistent: %s", name, l)
 			continue
 		}
@@ -908,9 +940,16 @@ func (c *checker) versions() {
 	if pending != nil {
 		c.r.PendingMigrations = pending
 	}
-	if len(pending) > 0 {
-		c.r.add(CheckMigrations, Warning, "", FixMigrate, "schema version %d; adoption would run %s", v, strings.Join(pending, ", "))
-	} else {
+	switch {
+	case slices.Contains(pending, baselineStep):
+		// A Hermes file hermes-state has not adopted: information, the
+		// file is as Hermes wrote it.
+		c.r.add(CheckMigrations, Info, "", "", "Hermes schema version %d, not adopted by hermes-state yet: the first writable open, or `%s`, runs %s",
+			v, FixMigrate, strings.Join(pending, ", "))
+	case len(pending) > 0:
+		c.r.add(CheckMigrations, Info, "", "", "schema version %d; this hermes-state has steps the file has not run yet, which the next writable open, or `%s`, runs: %s",
+			v, FixMigrate, strings.Join(pending, ", "))
+	default:
 		c.r.add(CheckMigrations, Info, "", "", "schema version %d, no migration pending", v)
 	}
 }

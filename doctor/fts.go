@@ -41,6 +41,7 @@ type ftsTable struct {
 	SQL      string
 	Columns  []string
 	Content  string // external content table or view ("" = inline)
+	RowidCol string // content_rowid (default rowid)
 	Tokenize string
 	NoSize   bool // columnsize=0
 }
@@ -76,6 +77,8 @@ func parseFTS(s string) (ftsTable, bool) {
 			switch strings.ToLower(strings.TrimSpace(k)) {
 			case "content":
 				t.Content = v
+			case "content_rowid":
+				t.RowidCol = v
 			case "tokenize":
 				t.Tokenize = v
 			case "columnsize":
@@ -189,6 +192,7 @@ func (c *checker) fts() {
 		c.ftsTable(tables[name], backfill)
 	}
 	c.ftsObjects(tables, meta[ftsStaleKey] == "1")
+	c.olderTrigramIndexes()
 	c.cjkIndex()
 	if t, ok := tables["messages_fts_cjk"]; ok && meta[ftsCJKStaleKey] != "1" {
 		for _, n := range []string{"_insert", "_delete", "_update"} {
@@ -279,6 +283,7 @@ func (c *checker) ftsTable(t ftsTable, backfill bool) {
 		} else if err != nil {
 			r.state.badFTS[name] = err.Error()
 			if sqlitex.IsCorrupt(err) {
+				r.state.ftsMismatch[name] = err.Error()
 				r.add(CheckFTS, Error, name, FixRepair, "FTS index %s fails FTS5 integrity-check (the index does not match its content)", name)
 			} else {
 				r.add(CheckFTS, Error, name, FixRepair, "FTS table %s cannot be checked: %s", name, describeErr(err))
@@ -474,5 +479,180 @@ func (c *checker) cjkIndex() {
 	case bad != "":
 		r.state.cjkReset = true
 		r.add(CheckFTS, Error, hfts.CJKIndexTable, FixRepair, "the CJK index disagrees with the messages (%s)", bad)
+	}
+}
+
+// Trigram indexes written by SQLite before 3.45.
+//
+// SQLite's trigram tokenizer up to 3.44 stopped at the first U+0000 of a
+// text (it read the character as the end of the input); the rewrite of
+// 3.45.0 that added remove_diacritics skips every character that folds to
+// 0, U+0000 included, and goes on. Hermes stores multimodal content as
+// "\x00json:" + JSON, so on the files Hermes wrote with SQLite 3.40.1 the
+// trigram index holds nothing for those rows, while SQLite 3.45+ expects
+// the trigrams of the JSON text: FTS5 'integrity-check' (and quick_check,
+// for inline tables) calls such an index inconsistent although it is
+// exactly what the SQLite that wrote it produced.
+
+// isTrigram reports whether t uses SQLite's trigram tokenizer.
+func isTrigram(t ftsTable) bool {
+	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(t.Tokenize)), "trigram")
+}
+
+// nulText is the SQL condition "a column of the text t indexes holds
+// U+0000", on the columns cols (quoted, with prefix).
+func nulText(cols []string) string {
+	var or []string
+	for _, c := range cols {
+		or = append(or, "instr("+c+", char(0)) > 0")
+	}
+	return "(" + strings.Join(or, " OR ") + ")"
+}
+
+// beforeNul is the SQL expression of col up to its first U+0000.
+func beforeNul(col string) string {
+	return fmt.Sprintf("CASE WHEN instr(%[1]s, char(0)) > 0 THEN substr(%[1]s, 1, instr(%[1]s, char(0)) - 1) ELSE %[1]s END", col)
+}
+
+// ftsSource returns the table or view t reads its text from, the column
+// of its rowid and the columns it indexes, quoted.
+func ftsSource(t ftsTable) (source, rowid string, cols []string) {
+	if !t.external() {
+		for i := range t.Columns {
+			cols = append(cols, fmt.Sprintf("c%d", i))
+		}
+		return schemaref.QuoteIdent(t.Name + "_content"), "id", cols
+	}
+	rowid = "rowid"
+	if t.RowidCol != "" {
+		rowid = schemaref.QuoteIdent(t.RowidCol)
+	}
+	for _, c := range t.Columns {
+		cols = append(cols, schemaref.QuoteIdent(c))
+	}
+	return schemaref.QuoteIdent(t.Content), rowid, cols
+}
+
+// nulRows counts the rows whose indexed text holds U+0000.
+func nulRows(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, t ftsTable) (int64, error) {
+	src, _, cols := ftsSource(t)
+	if len(cols) == 0 {
+		return 0, nil
+	}
+	var n int64
+	err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+src+" WHERE "+nulText(cols)).Scan(&n)
+	return n, err
+}
+
+// consistentBefore345 reports whether t's index is what SQLite before 3.45
+// wrote for its content: in a transaction that is rolled back, the rows
+// holding U+0000 are made to hold what that SQLite indexed (an inline
+// table's stored text cut at the first U+0000; an external-content
+// table's index entries of the cut text replaced by those this SQLite
+// makes of the whole text), then FTS5 'integrity-check' runs. Nothing is
+// written: the rollback journal is kept in memory (a WAL file gets no
+// frame), and the cache never spills.
+func (c *checker) consistentBefore345(t ftsTable) (bool, error) {
+	db, err := c.writer()
+	if err != nil {
+		return false, err
+	}
+	conn, err := db.Conn(c.ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	var mode string
+	if err := conn.QueryRowContext(c.ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return false, err
+	}
+	if !strings.EqualFold(mode, "wal") && !strings.EqualFold(mode, "memory") {
+		if err := conn.QueryRowContext(c.ctx, "PRAGMA journal_mode=MEMORY").Scan(&mode); err != nil {
+			return false, err
+		}
+		defer conn.ExecContext(context.WithoutCancel(c.ctx), "PRAGMA journal_mode=DELETE") //nolint:errcheck // a per-connection setting of a connection doctor closes
+	}
+	if _, err := conn.ExecContext(c.ctx, "PRAGMA cache_spill=OFF"); err != nil {
+		return false, err
+	}
+	tx, err := conn.BeginTx(c.ctx, nil)
+	if err != nil {
+		if isReadOnlyErr(err) {
+			return false, fmt.Errorf("%w (%s)", errNoWriteAccess, describeErr(err))
+		}
+		return false, err
+	}
+	defer tx.Rollback() //nolint:errcheck // the transaction exists to be rolled back
+	name := schemaref.QuoteIdent(t.Name)
+	src, rowid, cols := ftsSource(t)
+	var stmts []string
+	if !t.external() {
+		for _, col := range cols {
+			stmts = append(stmts, fmt.Sprintf("UPDATE %s SET %s = %s WHERE instr(%[2]s, char(0)) > 0", src, col, beforeNul(col)))
+		}
+		stmts = append(stmts, fmt.Sprintf("INSERT INTO %[1]s(%[1]s) VALUES ('integrity-check')", name))
+	} else {
+		var cut, quoted []string
+		for i, col := range cols {
+			cut = append(cut, beforeNul(col))
+			quoted = append(quoted, schemaref.QuoteIdent(t.Columns[i]))
+		}
+		where := " FROM " + src + " WHERE " + nulText(cols)
+		stmts = append(stmts,
+			fmt.Sprintf("INSERT INTO %[1]s(%[1]s, rowid, %[2]s) SELECT 'delete', %[3]s, %[4]s%[5]s", name, strings.Join(quoted, ", "), rowid, strings.Join(cut, ", "), where),
+			fmt.Sprintf("INSERT INTO %[1]s(rowid, %[2]s) SELECT %[3]s, %[4]s%[5]s", name, strings.Join(quoted, ", "), rowid, strings.Join(cols, ", "), where),
+			fmt.Sprintf("INSERT INTO %[1]s(%[1]s, rank) VALUES ('integrity-check', 1)", name))
+	}
+	for _, q := range stmts {
+		if _, err := tx.ExecContext(c.ctx, q); err != nil {
+			if sqlitex.IsCorrupt(err) {
+				return false, nil
+			}
+			if isReadOnlyErr(err) {
+				return false, fmt.Errorf("%w (%s)", errNoWriteAccess, describeErr(err))
+			}
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// olderTrigramIndexes re-examines each trigram table found inconsistent
+// with its content and nothing else wrong with it: when rows of its text
+// hold U+0000 and the index is exactly what SQLite before 3.45 wrote (see
+// consistentBefore345), the error becomes information.
+func (c *checker) olderTrigramIndexes() {
+	st := c.r.state
+	for _, name := range sortedKeys(st.ftsMismatch) {
+		t, ok := st.ftsByName[name]
+		if !ok || !isTrigram(t) || st.badFTS[name] != st.ftsMismatch[name] {
+			continue
+		}
+		n, err := nulRows(c.ctx, c.db, t)
+		if err != nil || n == 0 {
+			continue
+		}
+		same, err := c.consistentBefore345(t)
+		switch {
+		case errors.Is(err, errNoWriteAccess):
+			c.r.add(CheckFTS, Info, name, "", "%d rows of %s hold U+0000, which SQLite before 3.45 (the one Hermes wrote its files with) did not index past; whether that explains the mismatch cannot be checked here (%v)", n, name, err)
+			continue
+		case err != nil || !same:
+			continue
+		}
+		delete(st.badFTS, name)
+		delete(st.ftsMismatch, name)
+		kept := c.r.Findings[:0]
+		for _, f := range c.r.Findings {
+			if f.Check == CheckFTS && f.Object == name && f.Severity == Error {
+				continue
+			}
+			kept = append(kept, f)
+		}
+		c.r.Findings = kept
+		c.r.add(CheckFTS, Info, name, "", "%s was written by a SQLite before 3.45 (Hermes writes with 3.40.1), whose trigram tokenizer stopped at U+0000: %d rows hold it (multimodal messages start with it) and are indexed up to it, which this SQLite (%s) calls a mismatch; checked: the index is exactly what that SQLite wrote",
+			name, n, c.r.SQLiteVersion)
 	}
 }

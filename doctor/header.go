@@ -10,6 +10,8 @@ const sqliteMagic = "SQLite format 3\x00"
 
 // header is the part of the 100-byte SQLite file header doctor reads.
 type header struct {
+	// WAL: the file format versions (bytes 18 and 19) say WAL mode.
+	WAL          bool
 	PageSize     int64
 	DBPages      int64 // in-header database size (0 when not valid)
 	ChangeCount  uint32
@@ -30,7 +32,7 @@ func readHeader(b []byte) (header, bool) {
 	if ps < 512 || ps > 65536 || ps&(ps-1) != 0 {
 		return header{}, false
 	}
-	h := header{PageSize: ps, ChangeCount: binary.BigEndian.Uint32(b[24:28]), ValidFor: binary.BigEndian.Uint32(b[92:96]),
+	h := header{WAL: b[18] == 2 && b[19] == 2, PageSize: ps, ChangeCount: binary.BigEndian.Uint32(b[24:28]), ValidFor: binary.BigEndian.Uint32(b[92:96]),
 		TextEncoding: binary.BigEndian.Uint32(b[56:60])}
 	if h.ValidFor == h.ChangeCount {
 		h.DBPages = int64(binary.BigEndian.Uint32(b[28:32]))
@@ -39,24 +41,25 @@ func readHeader(b []byte) (header, bool) {
 }
 
 // checkHeader reads the file header and reports a damaged or truncated
-// file. It returns false when SQLite cannot read the file at all.
-func checkHeader(r *Report, path string, walPresent bool) bool {
+// file. It returns false when SQLite cannot read the file at all; wal says
+// whether the header is in WAL mode.
+func checkHeader(r *Report, path string, walPresent bool) (ok, wal bool) {
 	f, err := os.Open(path)
 	if err != nil {
 		r.add(CheckFile, Error, path, "", "cannot read the file: %v", err)
-		return false
+		return false, false
 	}
 	defer f.Close()
 	b := make([]byte, 100)
 	n, err := io.ReadFull(f, b)
 	if err != nil || n < 100 {
 		r.add(CheckFile, Error, path, FixRecover, "the file holds only %d bytes: it is truncated below the 100-byte SQLite header", r.FileBytes)
-		return false
+		return false, false
 	}
 	h, ok := readHeader(b)
 	if !ok {
 		r.add(CheckFile, Error, path, FixRecover, "the SQLite header is damaged (no %q magic or an invalid page size): SQLite cannot open the file; recover rebuilds the header on a private copy", "SQLite format 3")
-		return false
+		return false, false
 	}
 	r.PageSize = h.PageSize
 	if r.FileBytes%h.PageSize != 0 {
@@ -67,5 +70,5 @@ func checkHeader(r *Report, path string, walPresent bool) bool {
 			h.DBPages, bytesString(h.DBPages*h.PageSize), r.FileBytes/h.PageSize, bytesString(r.FileBytes))
 		r.state.unreadable = true
 	}
-	return true
+	return true, h.WAL
 }

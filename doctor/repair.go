@@ -248,6 +248,9 @@ func (rp *repairer) fixJournalMode() error {
 // triggers.
 func (rp *repairer) fixSchema() error {
 	st := rp.st
+	if st.unadopted {
+		return nil // adoption (migrate, or any writable open) adds the v30 schema
+	}
 	if len(st.missingTabs)+len(st.missingCols)+len(st.missingIdx) == 0 && !hasDisplayTrigger(st.missingTrig) {
 		return nil
 	}

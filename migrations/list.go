@@ -31,6 +31,9 @@ type Migration struct {
 	SQLiteOnly bool
 	// Postgres, when set, replaces Apply on PostgreSQL.
 	Postgres func(tx *gorm.DB) error
+	// PostgresOnly marks a step that does nothing on SQLite (its Apply is
+	// nothing): it is never pending for a SQLite file.
+	PostgresOnly bool
 }
 
 // List returns every migration, in the order they run. It is the one list
@@ -50,7 +53,8 @@ type Migration struct {
 //     older hermesstate).
 //   - Every step says what it does on PostgreSQL: Apply when portable,
 //     Postgres for a variant, SQLiteOnly when PostgreSQL needs nothing; a
-//     step for PostgreSQL alone has an Apply that does nothing.
+//     step for PostgreSQL alone has an Apply that does nothing and is
+//     marked PostgresOnly (never listed as pending for a SQLite file).
 //   - A step never rewrites existing rows except a Hermes data step
 //     (BelowVersion) for the files whose original version lacks it.
 //   - A step is frozen once shipped: its body is SQL or code of package
@@ -76,11 +80,11 @@ func List() []Migration {
 		// hermesstate's own objects.
 		{ID: "0007_hermesstate_cjk_index", Hermes: "ours", Description: "hermesstate's CJK posting index, its queue and triggers; existing messages queued", Apply: ftsql.EnsureCJKIndex, SQLiteOnly: true},
 		{ID: "0100_hermesstate_messages_activity_index", Hermes: "ours", Description: "index messages(timestamp, session_id) for the listing by last activity", Apply: messagesActivityIndex},
-		{ID: "0101_hermesstate_pg_messages_fts", Hermes: "ours", Description: "PostgreSQL: hs_messages_fts(id, doc tsvector) kept by triggers, with a GIN index", Apply: nothing, Postgres: postgresFTSTable},
+		{ID: "0101_hermesstate_pg_messages_fts", Hermes: "ours", Description: "PostgreSQL: hs_messages_fts(id, doc tsvector) kept by triggers, with a GIN index", Apply: nothing, Postgres: postgresFTSTable, PostgresOnly: true},
 		{ID: "0102_hermesstate_session_activity", Hermes: "ours", Description: "each session's last activity in hermesstate_session_activity, kept by triggers and indexed", Apply: sessionActivity, SQLiteOnly: true},
 		{ID: "0103_hermesstate_cjk_postings", Hermes: "ours", Description: "the CJK index's compact layout (delta-coded posting chunks), older layouts converted", Apply: ftsql.EnsureCJKIndex, SQLiteOnly: true},
-		{ID: "0104_hermesstate_pg_cjk_grams", Hermes: "ours", Description: "PostgreSQL: hs_cjk_grams() with a GIN expression index for 1-2 character CJK search", Apply: nothing, Postgres: postgresCJKGrams},
-		{ID: "0105_hermesstate_pg_cjk_grams_inline", Hermes: "ours", Description: "PostgreSQL: hs_cjk_grams() made inlinable (calls the set query only for CJK text)", Apply: nothing, Postgres: postgresCJKGramsInline},
+		{ID: "0104_hermesstate_pg_cjk_grams", Hermes: "ours", Description: "PostgreSQL: hs_cjk_grams() with a GIN expression index for 1-2 character CJK search", Apply: nothing, Postgres: postgresCJKGrams, PostgresOnly: true},
+		{ID: "0105_hermesstate_pg_cjk_grams_inline", Hermes: "ours", Description: "PostgreSQL: hs_cjk_grams() made inlinable (calls the set query only for CJK text)", Apply: nothing, Postgres: postgresCJKGramsInline, PostgresOnly: true},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -48,6 +49,9 @@ func TestListRules(t *testing.T) {
 		require.Equal(t, m.Description, Describe(m.ID))
 		require.NotNil(t, m.Apply, m.ID)
 		require.False(t, m.SQLiteOnly && m.Postgres != nil, "%s: SQLiteOnly and a Postgres variant", m.ID)
+		doesNothing := reflect.ValueOf(m.Apply).Pointer() == reflect.ValueOf(nothing).Pointer()
+		require.Equal(t, doesNothing, m.PostgresOnly, "%s: a step whose Apply is nothing is PostgresOnly, and only it", m.ID)
+		require.False(t, m.PostgresOnly && m.Postgres == nil, "%s: PostgresOnly without a Postgres variant", m.ID)
 		if m.Hermes == "ours" {
 			require.Contains(t, m.ID, "_hermesstate_", m.ID)
 		}

@@ -64,8 +64,12 @@ func (m Migration) apply(tx *gorm.DB) error {
 	return m.Apply(tx)
 }
 
-// Pending returns the IDs of migrations not yet recorded in the file. It
-// reads without a transaction and is only a hint (Run re-reads under lock).
+// Pending returns the IDs of migrations not yet recorded in the file that
+// do something on its dialect (a PostgreSQL-only step is never pending for
+// a SQLite file, nor a SQLite-only one for PostgreSQL; Run records them
+// with the next step that does). It reads without a transaction and is only
+// a hint (Run re-reads under lock). It returns the error of reading the
+// bookkeeping table.
 func Pending(ctx context.Context, db *gorm.DB) ([]string, error) {
 	db = db.WithContext(ctx)
 	done := map[string]bool{}
@@ -78,11 +82,13 @@ func Pending(ctx context.Context, db *gorm.DB) ([]string, error) {
 			done[id] = true
 		}
 	}
+	pg := isPostgres(db)
 	var out []string
 	for _, m := range List() {
-		if !done[m.ID] {
-			out = append(out, m.ID)
+		if done[m.ID] || (!pg && m.PostgresOnly) || (pg && m.SQLiteOnly && m.Postgres == nil) {
+			continue
 		}
+		out = append(out, m.ID)
 	}
 	return out, nil
 }
