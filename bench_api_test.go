@@ -27,8 +27,6 @@ const (
 	benchMsgsPerSess = 100
 )
 
-func benchStorePath(b *testing.B) string { return benchStorePathN(b, benchSessions, benchMsgsPerSess) }
-
 // benchStorePathN builds (once) a store of nSess sessions × perSess
 // messages.
 func benchStorePathN(b *testing.B, nSess, perSess int) string {

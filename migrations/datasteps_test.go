@@ -14,24 +14,13 @@ import (
 	"testing"
 
 	"github.com/glebarez/sqlite"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 )
 
-// dsFixtureDir is ../shared/fixtures beside the repository (or
-// $HERMESSTATE_FIXTURES); git worktrees one level deeper look further up.
-var dsFixtureDir = func() string {
-	if d := os.Getenv("HERMESSTATE_FIXTURES"); d != "" {
-		return d
-	}
-	for _, up := range []string{"../..", "../../..", "../../../.."} {
-		d := filepath.Join(up, "shared", "fixtures")
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			return d
-		}
-	}
-	return "../../shared/fixtures"
-}()
+// dsFixtureDir is the repository's copy of the Hermes fixtures.
+var dsFixtureDir = fixturetest.Dir()
 
 // dsFixture is the part of a Hermes *.expected.json these tests read.
 type dsFixture struct {

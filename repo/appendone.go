@@ -51,7 +51,7 @@ func (r *messageRepo) appendOne(tx *gorm.DB, op string, m *models.Message) error
 		if err := checkAppendable(tx, op, m.SessionID); err != nil {
 			return err
 		}
-		return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", m.SessionID)
+		return noSession(op, m.SessionID)
 	}
 	q, args, err := messageInsertSQL(r.defaults.load(tx), m)
 	if err != nil {

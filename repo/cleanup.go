@@ -204,7 +204,7 @@ func (r *cleanupRepo) Delete(ctx context.Context, id string) ([]string, error) {
 			return err
 		}
 		if !ok {
-			return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
+			return noSession(op, id)
 		}
 		kids, err := r.db.delegateChildren(tx, []string{id})
 		if err != nil {
@@ -231,7 +231,7 @@ func (r *cleanupRepo) ClearMessages(ctx context.Context, id string) (int64, erro
 			return err
 		}
 		if !ok {
-			return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
+			return noSession(op, id)
 		}
 		res := tx.Exec("DELETE FROM messages WHERE session_id = ?", id)
 		if res.Error != nil {

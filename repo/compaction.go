@@ -420,7 +420,7 @@ func conversationWith(ctx context.Context, db *DB, op, sid string, opt Conversat
 			return nil, err
 		}
 		if !ok {
-			return nil, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sid)
+			return nil, noSession(op, sid)
 		}
 		ids := []string{sid}
 		if opt.IncludeAncestors {
@@ -447,7 +447,7 @@ func (r *compactionRepo) ResumeConversations(ctx context.Context, sid string) ([
 			return nil, err
 		}
 		if !ok {
-			return nil, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sid)
+			return nil, noSession(op, sid)
 		}
 		ids, err := resumeLineage(tx, sid)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/models"
 )
 
@@ -144,7 +145,7 @@ func (r *portRepo) exportIDs(ctx context.Context, op string, f ExportFilter, ids
 					return nil, err
 				}
 				if len(refs) == 0 {
-					return nil, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
+					return nil, noSession(op, id)
 				}
 				out = append(out, refs[0])
 			}
@@ -319,14 +320,14 @@ func (r *portRepo) WriteMarkdown(ctx context.Context, w io.Writer, f ExportFilte
 	var n int64
 	for _, ref := range order {
 		err := r.streamSession(ctx, op, ref.ID, func(s *models.Session) error {
-			title := deref(s.Title)
+			title := ptr.Deref(s.Title)
 			if title == "" {
 				title = s.ID
 			}
 			fmt.Fprintf(bw, "# %s\n\n", mdLine(title))
 			fmt.Fprintf(bw, "- id: `%s`\n- source: %s\n- started: %s\n", s.ID, mdLine(s.Source), s.StartedAt.Time().Format(time.RFC3339))
 			if s.EndedAt != nil {
-				fmt.Fprintf(bw, "- ended: %s (%s)\n", s.EndedAt.Time().Format(time.RFC3339), mdLine(deref(s.EndReason)))
+				fmt.Fprintf(bw, "- ended: %s (%s)\n", s.EndedAt.Time().Format(time.RFC3339), mdLine(ptr.Deref(s.EndReason)))
 			}
 			if s.Model != nil {
 				fmt.Fprintf(bw, "- model: %s\n", mdLine(*s.Model))

@@ -5,7 +5,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/models"
 )
 
@@ -23,7 +23,7 @@ type ExportedLineage struct {
 // parent ended by compression and is not a branch, delegate, reset or tool
 // child of it.
 func isCompressionChildRow(tx *gorm.DB, c *models.Session) (*models.Session, bool, error) {
-	pid := deref(c.ParentSessionID)
+	pid := ptr.Deref(c.ParentSessionID)
 	if pid == "" || isExplicitForkChild(c, true) {
 		return nil, false, nil
 	}
@@ -34,7 +34,7 @@ func isCompressionChildRow(tx *gorm.DB, c *models.Session) (*models.Session, boo
 		}
 		return nil, false, err
 	}
-	return p, deref(p.EndReason) == "compression", nil
+	return p, ptr.Deref(p.EndReason) == "compression", nil
 }
 
 // compressionLineage is Hermes' get_compression_lineage: the compression
@@ -68,7 +68,7 @@ func compressionLineage(tx *gorm.DB, id string) ([]string, error) {
 	lineage := []string{root.ID}
 	inLineage := map[string]bool{root.ID: true}
 	cur := root
-	for depth := 0; depth < maxLineageDepth && deref(cur.EndReason) == "compression"; depth++ {
+	for depth := 0; depth < maxLineageDepth && ptr.Deref(cur.EndReason) == "compression"; depth++ {
 		var kids []models.Session
 		if err := tx.Where("parent_session_id = ?", cur.ID).Order("started_at ASC").Find(&kids).Error; err != nil {
 			return nil, err
@@ -104,7 +104,7 @@ func (r *portRepo) Lineage(ctx context.Context, id string) (*ExportedLineage, er
 			return nil, err
 		}
 		if len(ids) == 0 {
-			return nil, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
+			return nil, noSession(op, id)
 		}
 		out := &ExportedLineage{Segments: []ExportedSession{}, LineageSessionIDs: []string{}}
 		var all []models.Message
@@ -129,7 +129,7 @@ func (r *portRepo) Lineage(ctx context.Context, id string) (*ExportedLineage, er
 			all = append(all, ms...)
 		}
 		if len(out.Segments) == 0 {
-			return nil, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
+			return nil, noSession(op, id)
 		}
 		last := out.Segments[len(out.Segments)-1]
 		out.ExportedSession = ExportedSession{Session: last.Session, Messages: append([]models.Message{}, all...)}
@@ -149,7 +149,7 @@ func (r *lineageRepo) CompressionLineage(ctx context.Context, id string) ([]stri
 			return nil, err
 		}
 		if len(ids) == 0 {
-			return nil, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
+			return nil, noSession(op, id)
 		}
 		return ids, nil
 	})

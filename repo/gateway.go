@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -219,7 +220,7 @@ func (r *gatewayRepo) FindByOrigin(ctx context.Context, oq OriginQuery) (string,
 	if oq.Platform == "" || oq.ChatID == "" {
 		return "", nil
 	}
-	for f, v := range map[string]string{"platform": oq.Platform, "chat_id": oq.ChatID, "user_id": oq.UserID, "thread_id": deref(oq.ThreadID)} {
+	for f, v := range map[string]string{"platform": oq.Platform, "chat_id": oq.ChatID, "user_id": oq.UserID, "thread_id": ptr.Deref(oq.ThreadID)} {
 		if err := checkText(op, f, v); err != nil {
 			return "", err
 		}
@@ -244,7 +245,7 @@ func (r *gatewayRepo) FindByOrigin(ctx context.Context, oq OriginQuery) (string,
 		}
 		if oq.UserID != "" {
 			for _, row := range rows {
-				if deref(row.UserID) == oq.UserID {
+				if ptr.Deref(row.UserID) == oq.UserID {
 					return row.ID, nil
 				}
 			}
@@ -254,7 +255,7 @@ func (r *gatewayRepo) FindByOrigin(ctx context.Context, oq OriginQuery) (string,
 		} else {
 			users := map[string]bool{}
 			for _, row := range rows {
-				if u := strings.TrimSpace(deref(row.UserID)); u != "" {
+				if u := strings.TrimSpace(ptr.Deref(row.UserID)); u != "" {
 					users[u] = true
 				}
 			}
@@ -278,7 +279,7 @@ func (r *gatewayRepo) SetExpiryFinalized(ctx context.Context, sid string, finali
 	return r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
 		res := tx.Exec("UPDATE sessions SET expiry_finalized = ? WHERE id = ?", v, sid)
 		if res.Error == nil && res.RowsAffected == 0 {
-			return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sid)
+			return noSession(op, sid)
 		}
 		return res.Error
 	})
@@ -295,7 +296,7 @@ func (r *gatewayRepo) FindLatestForPeer(ctx context.Context, pq PeerQuery) (*mod
 		return nil, nil
 	}
 	for f, v := range map[string]string{"source": pq.Source, "user_id": pq.UserID, "session_key": pq.SessionKey,
-		"chat_id": deref(pq.ChatID), "chat_type": deref(pq.ChatType), "thread_id": pq.ThreadID} {
+		"chat_id": ptr.Deref(pq.ChatID), "chat_type": ptr.Deref(pq.ChatType), "thread_id": pq.ThreadID} {
 		if err := checkText(op, f, v); err != nil {
 			return nil, err
 		}

@@ -346,7 +346,7 @@ func checkAppendableMany(tx *gorm.DB, op string, sids []string) (map[string]erro
 	for _, sid := range sids {
 		i, ok := found[sid]
 		if !ok {
-			add(sid, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sid))
+			add(sid, noSession(op, sid))
 			continue
 		}
 		if s := rows[i]; s.EndReason != nil && *s.EndReason == "compression" && s.EndedAt != nil {

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/models"
 )
 
@@ -35,7 +36,7 @@ func isExplicitForkChild(s *models.Session, includeReset bool) bool {
 	if includeReset {
 		keys = append(keys, "_reset_from")
 	}
-	parent := deref(s.ParentSessionID)
+	parent := ptr.Deref(s.ParentSessionID)
 	for _, k := range keys {
 		v, ok := cfg[k]
 		if !ok || v == nil {
@@ -63,7 +64,7 @@ func turnLeaseKey(tx *gorm.DB, sid string) (string, error) {
 	}
 	seen := map[string]bool{sid: true}
 	for depth := 0; depth < maxLineageDepth; depth++ {
-		pid := deref(cur.ParentSessionID)
+		pid := ptr.Deref(cur.ParentSessionID)
 		if pid == "" || seen[pid] || isExplicitForkChild(cur, true) {
 			break
 		}
@@ -74,7 +75,7 @@ func turnLeaseKey(tx *gorm.DB, sid string) (string, error) {
 			}
 			return "", err
 		}
-		if deref(p.EndReason) != "compression" {
+		if ptr.Deref(p.EndReason) != "compression" {
 			break
 		}
 		seen[pid] = true
@@ -130,9 +131,15 @@ func mutationGuards(tx *gorm.DB, op, sid string) error {
 	case err != nil:
 		return err
 	case !exists:
-		return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sid)
+		return noSession(op, sid)
 	case compressed:
 		return errs.Errorf(errs.ErrConflict, op, "session %q was ended by compression; change its continuation", sid)
 	}
 	return nil
+}
+
+// noSession is the error of an operation on a session id that is not in the
+// store: ErrNotFound naming the operation and the id.
+func noSession(op, id string) error {
+	return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
 }

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -77,15 +78,12 @@ func (d *DB) continuationEdge(p, c string) string {
 		d.jsonMarker(c+".model_config", "_reset_from"))
 }
 
-// nextContinuation is a scalar subquery: the continuation of the session
+// nextContinuationAct is a scalar subquery: the continuation of the session
 // whose id is the SQL expression pid that Hermes' chain step picks (NULL
 // when none): a child that itself ended with compression first, then a live
 // child, then the most recently active (last_active DESC, NULLs last as on
-// SQLite), then started_at DESC, id DESC.
-func (d *DB) nextContinuation(pid string) string { return d.nextContinuationAct(pid, false) }
-
-// nextContinuationAct is nextContinuation reading each child's activity
-// from ActivityTable when act is set (the same value, one lookup).
+// SQLite), then started_at DESC, id DESC. With act set it reads each
+// child's activity from ActivityTable (the same value, one lookup).
 func (d *DB) nextContinuationAct(pid string, act bool) string {
 	return fmt.Sprintf(`(SELECT nc.id FROM sessions np JOIN sessions nc ON %s
 		WHERE np.id = %s ORDER BY CASE WHEN nc.end_reason = 'compression' THEN 0 WHEN nc.ended_at IS NULL THEN 1 ELSE 2 END,
@@ -96,7 +94,7 @@ func (d *DB) nextContinuationAct(pid string, act bool) string {
 // each seed id's compression chain forward (depth 0 is the seed itself).
 func (d *DB) tipCTE(name, seedSQL string) string { return d.tipCTEAct(name, seedSQL, false) }
 
-// tipCTEAct is tipCTE with nextContinuationAct.
+// tipCTEAct is tipCTE reading activity from ActivityTable when act is set.
 func (d *DB) tipCTEAct(name, seedSQL string, act bool) string {
 	return fmt.Sprintf(`%[1]s(root_id, cur_id, depth) AS (
 		SELECT id, id, 0 FROM (%[2]s) seed
@@ -112,7 +110,7 @@ func (r *lineageRepo) exists(tx *gorm.DB, op, id string) error {
 		return err
 	}
 	if !ok {
-		return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
+		return noSession(op, id)
 	}
 	return nil
 }
@@ -284,7 +282,7 @@ func (r *lineageRepo) setFlag(ctx context.Context, op, column, id string, on boo
 		if err != nil {
 			return err
 		}
-		if s.Hidden != 0 && deref(s.Title) == BotChatTitle {
+		if s.Hidden != 0 && ptr.Deref(s.Title) == BotChatTitle {
 			return nil
 		}
 		_, err = r.setLineageColumn(tx, "hidden", id, 0)

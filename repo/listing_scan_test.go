@@ -10,34 +10,17 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/models"
 )
 
-// fixtureDBs returns the Hermes-made fixture files (../shared/fixtures or
-// $HERMESSTATE_FIXTURES); it fails in CI when there are none.
+// fixtureDBs returns the Hermes-made fixture files (testdata/fixtures).
 func fixtureDBs(t *testing.T) []string {
-	dir := os.Getenv("HERMESSTATE_FIXTURES")
-	if dir == "" {
-		for _, up := range []string{"../..", "../../.."} {
-			if d := filepath.Join(up, "shared", "fixtures"); dirExists(d) {
-				dir = d
-				break
-			}
-		}
-	}
-	var m []string
-	if dir != "" {
-		m, _ = filepath.Glob(filepath.Join(dir, "*.db"))
-	}
-	if len(m) == 0 && os.Getenv("CI") != "" {
-		t.Fatal("no Hermes fixtures: CI must run with ../shared beside the repository")
+	m, _ := filepath.Glob(filepath.Join(fixturetest.Dir(), "*.db"))
+	if len(m) == 0 {
+		t.Fatalf("no Hermes fixtures in %s", fixturetest.Dir())
 	}
 	return m
-}
-
-func dirExists(d string) bool {
-	st, err := os.Stat(d)
-	return err == nil && st.IsDir()
 }
 
 // TestSessionScanMatchesGORM: the listing's direct scan (scanRich) gives

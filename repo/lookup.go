@@ -184,7 +184,7 @@ func (r *lookupRepo) RichRow(ctx context.Context, id string) (*RichSession, erro
 			return nil, err
 		}
 		if len(rows) == 0 {
-			return nil, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
+			return nil, noSession(op, id)
 		}
 		return &rows[0], nil
 	})

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/internal/pyjson"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
@@ -205,7 +206,7 @@ func checkAppendable(tx *gorm.DB, op, sessionID string) error {
 		return err
 	}
 	if len(rows) == 0 {
-		return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sessionID)
+		return noSession(op, sessionID)
 	}
 	if rows[0].EndReason != nil && *rows[0].EndReason == "compression" && rows[0].EndedAt != nil {
 		return errs.Errorf(errs.ErrConflict, op, "session %q was ended by compression; append to its continuation", sessionID)
@@ -358,7 +359,7 @@ func listActiveCols(tx *gorm.DB, op, sessionID, sel string) ([]models.Message, e
 			return nil, err
 		}
 		if !ok {
-			return nil, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sessionID)
+			return nil, noSession(op, sessionID)
 		}
 		out = []models.Message{}
 	}
@@ -452,7 +453,7 @@ func (r *messageRepo) Page(ctx context.Context, sessionID string, opt PageOption
 				return out, err
 			}
 			if !ok {
-				return out, errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sessionID)
+				return out, noSession(op, sessionID)
 			}
 		}
 		return out, nil
@@ -523,13 +524,6 @@ func ScrubMemoryContext(s string) string {
 	return strings.TrimSpace(s)
 }
 
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
 // ToConversation converts stored rows to the replay format, then drops
 // background-review harness turns and blanks stale [marker] assistant
 // content as Hermes does before a replay (transcript_replay.go).
@@ -538,9 +532,9 @@ func ToConversation(msgs []models.Message, opt ConversationOptions) []Conversati
 	for i := range msgs {
 		m := &msgs[i]
 		it := ConversationItem{Role: m.Role, Content: m.DecodedContent(), DBPersisted: true,
-			APIContent: deref(m.APIContent), DisplayKind: deref(m.DisplayKind), Timestamp: float64(m.Timestamp),
-			ToolCallID: deref(m.ToolCallID), ToolName: deref(m.ToolName), EffectDisposition: deref(m.EffectDisposition),
-			MessageID: deref(m.PlatformMessageID), Observed: m.Observed != 0}
+			APIContent: ptr.Deref(m.APIContent), DisplayKind: ptr.Deref(m.DisplayKind), Timestamp: float64(m.Timestamp),
+			ToolCallID: ptr.Deref(m.ToolCallID), ToolName: ptr.Deref(m.ToolName), EffectDisposition: ptr.Deref(m.EffectDisposition),
+			MessageID: ptr.Deref(m.PlatformMessageID), Observed: m.Observed != 0}
 		if !m.DisplayMetadata.IsNull() {
 			it.DisplayMetadata = m.DisplayMetadata
 		}

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -75,7 +76,7 @@ func getMeta(tx *gorm.DB, key string) (string, bool, error) {
 	if len(rows) == 0 {
 		return "", false, nil
 	}
-	return deref(rows[0].Value), true, nil
+	return ptr.Deref(rows[0].Value), true, nil
 }
 
 func setMeta(tx *gorm.DB, key, value string) error {
@@ -191,7 +192,7 @@ func (r *metaRepo) All(ctx context.Context) (map[string]string, error) {
 		}
 		out := make(map[string]string, len(rows))
 		for _, m := range rows {
-			out[m.Key] = deref(m.Value)
+			out[m.Key] = ptr.Deref(m.Value)
 		}
 		return out, nil
 	})
@@ -218,7 +219,7 @@ func (r *metaRepo) ListPrefix(ctx context.Context, prefix string) ([]MetaEntry, 
 		}
 		out := make([]MetaEntry, 0, len(rows))
 		for _, m := range rows {
-			out = append(out, MetaEntry{Key: m.Key, Value: deref(m.Value)})
+			out = append(out, MetaEntry{Key: m.Key, Value: ptr.Deref(m.Value)})
 		}
 		return out, nil
 	})

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/internal/pyjson"
 	"github.com/hermesstate/hermesstate/internal/querytext"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
@@ -144,18 +145,6 @@ func (r *sessionStateRepo) Ensure(ctx context.Context, in SessionInput) (*models
 	return NewSessions(r.db).Create(ctx, in)
 }
 
-// mustExist returns ErrNotFound for a missing session.
-func mustExist(tx *gorm.DB, op, id string) error {
-	ok, err := sessionExists(tx, id)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
-	}
-	return nil
-}
-
 func (r *sessionStateRepo) UpdateModel(ctx context.Context, id, model, provider string) error {
 	const op = "session_state.update_model"
 	if err := checkID(op, id); err != nil {
@@ -218,7 +207,7 @@ func (r *sessionStateRepo) UpdateMeta(ctx context.Context, id string, mc models.
 			return res.Error
 		}
 		if res.RowsAffected == 0 {
-			return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
+			return noSession(op, id)
 		}
 		return nil
 	})
@@ -307,7 +296,7 @@ func (r *sessionStateRepo) UpdateCwd(ctx context.Context, id, cwd, branch, root 
 			return err
 		}
 		up := map[string]any{"cwd": cwd, "git_metadata_generation": gorm.Expr("COALESCE(git_metadata_generation, 0) + 1")}
-		if deref(s.Cwd) != cwd || s.Cwd == nil || replace {
+		if ptr.Deref(s.Cwd) != cwd || s.Cwd == nil || replace {
 			up["git_branch"] = models.TextOrNil(branch)
 			up["git_repo_root"] = models.TextOrNil(root)
 		} else {
@@ -377,7 +366,7 @@ func (r *sessionStateRepo) UpdateToolNames(ctx context.Context, id string, names
 	return r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
 		res := tx.Exec("UPDATE sessions SET tool_names = ? WHERE id = ?", payload, id)
 		if res.Error == nil && res.RowsAffected == 0 {
-			return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
+			return noSession(op, id)
 		}
 		return res.Error
 	})
@@ -433,8 +422,8 @@ func (r *sessionStateRepo) ClearActivityLabels(ctx context.Context, id string) e
 		if len(rows) == 0 {
 			return true, nil
 		}
-		p := deref(rows[0].LastActivityProvenance)
-		return deref(rows[0].LastActivityDescription) == "" && (p == "" || p == "unknown"), nil
+		p := ptr.Deref(rows[0].LastActivityProvenance)
+		return ptr.Deref(rows[0].LastActivityDescription) == "" && (p == "" || p == "unknown"), nil
 	})
 	if err != nil || clear {
 		return err
@@ -447,7 +436,7 @@ func (r *sessionStateRepo) ClearActivityLabels(ctx context.Context, id string) e
 // bumpGeneration advances the peer's conversation generation for a reset
 // boundary written to session s.
 func bumpGeneration(tx *gorm.DB, s *models.Session, reason string) error {
-	if !isResetReason(reason) || strings.TrimSpace(s.Source) == "" || strings.TrimSpace(deref(s.SessionKey)) == "" {
+	if !isResetReason(reason) || strings.TrimSpace(s.Source) == "" || strings.TrimSpace(ptr.Deref(s.SessionKey)) == "" {
 		return nil
 	}
 	return tx.Exec(`INSERT INTO conversation_generations (source, session_key, generation) VALUES (?, ?, 1)
@@ -545,7 +534,7 @@ func (r *sessionStateRepo) UnarchiveRecoverable(ctx context.Context, id string) 
 				tip = t
 			}
 		}
-		if !isRecoverable(deref(tip.EndReason)) {
+		if !isRecoverable(ptr.Deref(tip.EndReason)) {
 			return nil
 		}
 		n, err := (&lineageRepo{r.db}).setLineageColumn(tx, "archived", id, 0)
@@ -669,7 +658,7 @@ func (r *sessionStateRepo) LifecycleStatuses(ctx context.Context, ids []string) 
 				return struct{}{}, err
 			}
 			for _, row := range rows {
-				out[row.SessionID] = classifyStatus(row.Role, row.HasToolCalls, deref(row.FinishReason))
+				out[row.SessionID] = classifyStatus(row.Role, row.HasToolCalls, ptr.Deref(row.FinishReason))
 			}
 		}
 		return struct{}{}, nil

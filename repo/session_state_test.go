@@ -382,7 +382,7 @@ func TestContractLookupAndUsage(t *testing.T) {
 		require.NoError(t, us.RecordAuxiliary(ctx, "zzz_tip", repo.AuxUsage{Task: "title_generation", OutputTokens: 1}))
 		aux, err := us.AuxiliaryByTask(ctx, "zzz_tip")
 		require.NoError(t, err)
-		require.Equal(t, repo.AuxTotals{APICalls: 3, InputTokens: 7}, aux["vision"])
+		require.Equal(t, repo.AuxTotals{APICalls: 3, TokenCounts: repo.TokenCounts{InputTokens: 7}}, aux["vision"])
 		require.EqualValues(t, 1, aux["title_generation"].OutputTokens)
 		mk("br", "zzz_tip", "cli", "", 1700000500, models.MustJSON(map[string]any{"_branched_from": "zzz_tip"}))
 		require.NoError(t, us.RecordAuxiliary(ctx, "br", repo.AuxUsage{Task: "vision", InputTokens: 100}))

@@ -120,7 +120,7 @@ func getSession(tx *gorm.DB, id string) (*models.Session, error) {
 		return nil, err
 	}
 	if s.ID == "" {
-		return nil, errs.Errorf(errs.ErrNotFound, "sessions.get", "session %q does not exist", id)
+		return nil, noSession("sessions.get", id)
 	}
 	return &s, nil
 }

@@ -35,14 +35,10 @@ type StatsFilter struct {
 
 // ModelStats aggregates session_model_usage per model (every task).
 type ModelStats struct {
-	Model            string  `json:"model"`
-	Sessions         int64   `json:"sessions"`
-	APICalls         int64   `json:"api_calls"`
-	InputTokens      int64   `json:"input_tokens"`
-	OutputTokens     int64   `json:"output_tokens"`
-	CacheReadTokens  int64   `json:"cache_read_tokens"`
-	CacheWriteTokens int64   `json:"cache_write_tokens"`
-	ReasoningTokens  int64   `json:"reasoning_tokens"`
+	Model    string `json:"model"`
+	Sessions int64  `json:"sessions"`
+	APICalls int64  `json:"api_calls"`
+	TokenCounts
 	EstimatedCostUSD float64 `json:"estimated_cost_usd"`
 	ActualCostUSD    float64 `json:"actual_cost_usd"`
 }

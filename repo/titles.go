@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -186,10 +187,10 @@ func (r *titleRepo) set(ctx context.Context, op, id, title, source string) (bool
 			return err
 		}
 		if len(cur) == 0 {
-			return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
+			return noSession(op, id)
 		}
 		c := cur[0]
-		if deref(c.Title) == BotChatTitle && c.Hidden != 0 && clean != BotChatTitle {
+		if ptr.Deref(c.Title) == BotChatTitle && c.Hidden != 0 && clean != BotChatTitle {
 			if isUser {
 				return errs.Errorf(errs.ErrConflict, op, "session %q is the bot's canonical Bot Chat; its name is its identity and cannot change", id)
 			}
@@ -266,9 +267,9 @@ func (r *titleRepo) Get(ctx context.Context, id string) (string, error) {
 			return "", err
 		}
 		if len(rows) == 0 {
-			return "", errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", id)
+			return "", noSession(op, id)
 		}
-		return deref(rows[0].Title), nil
+		return ptr.Deref(rows[0].Title), nil
 	})
 }
 

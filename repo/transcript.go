@@ -413,7 +413,7 @@ func (r *transcriptRepo) Replace(ctx context.Context, sid string, msgs []Message
 		case err != nil:
 			return err
 		case !exists:
-			return errs.Errorf(errs.ErrNotFound, op, "session %q does not exist", sid)
+			return noSession(op, sid)
 		case compressed:
 			return errs.Errorf(errs.ErrConflict, op, "session %q was ended by compression; rewrite its continuation", sid)
 		}

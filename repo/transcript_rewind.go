@@ -7,6 +7,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
@@ -174,7 +175,7 @@ func userOriginated(m *models.Message) bool {
 	if m.Role != "user" {
 		return false
 	}
-	if k := deref(m.DisplayKind); k != "" && k != "steer" {
+	if k := ptr.Deref(m.DisplayKind); k != "" && k != "steer" {
 		return false
 	}
 	if s, ok := m.DecodedContent().(string); ok {

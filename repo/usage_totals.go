@@ -26,14 +26,20 @@ type Totals struct {
 	CostUSD float64 `json:"cost_usd"`
 }
 
+// TokenCounts are the five token counters Hermes keeps per session and per
+// usage row; embedded in the aggregates below (their JSON is flat).
+type TokenCounts struct {
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	CacheReadTokens  int64 `json:"cache_read_tokens"`
+	CacheWriteTokens int64 `json:"cache_write_tokens"`
+	ReasoningTokens  int64 `json:"reasoning_tokens"`
+}
+
 // AuxTotals is the auxiliary usage of one task.
 type AuxTotals struct {
-	APICalls         int64   `json:"api_calls"`
-	InputTokens      int64   `json:"input_tokens"`
-	OutputTokens     int64   `json:"output_tokens"`
-	CacheReadTokens  int64   `json:"cache_read_tokens"`
-	CacheWriteTokens int64   `json:"cache_write_tokens"`
-	ReasoningTokens  int64   `json:"reasoning_tokens"`
+	APICalls int64 `json:"api_calls"`
+	TokenCounts
 	EstimatedCostUSD float64 `json:"estimated_cost_usd"`
 }
 

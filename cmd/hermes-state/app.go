@@ -226,6 +226,9 @@ func newBar(f *os.File, total int64, what string) *progressbar.ProgressBar {
 // stepProgress turns the library's (step, done, total) callback into one
 // progress bar per step on stderr (only when stderr is a terminal).
 func (a *app) stepProgress() (func(step string, done, total int64), func()) {
+	if _, ok := a.terminal(); !ok {
+		return nil, func() {} // nil: the library need not count totals
+	}
 	cur := ""
 	var fn func(done, total int64)
 	finish := func() {}

@@ -10,7 +10,6 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/hermesstate/hermesstate/cmd/hermes-state/internal/bench"
@@ -49,24 +48,10 @@ prints the side-by-side table. The full corpus: python3 bench_hermes.py --corpus
 			o.Command = "hermes-state " + strings.Join(os.Args[1:], " ")
 			o.Commit = projectCommit()
 			o.Log = a.errOut
-			var bar *progressbar.ProgressBar
-			var barPhase string
-			if f, ok := a.terminal(); ok {
-				o.Progress = func(phase string, done, total int64) {
-					if bar == nil || phase != barPhase {
-						if bar != nil {
-							_ = bar.Finish()
-						}
-						bar = newBar(f, total, phase)
-						barPhase = phase
-					}
-					_ = bar.Set64(done)
-				}
-			}
+			progress, finish := a.stepProgress() // a bar per phase
+			o.Progress = progress
 			doc, err := bench.Run(cmd.Context(), o)
-			if bar != nil {
-				_ = bar.Finish()
-			}
+			finish()
 			if err != nil {
 				if strings.HasPrefix(err.Error(), "bench: unknown phase") || strings.Contains(err.Error(), "need") {
 					return invalidf("%s", err.Error())

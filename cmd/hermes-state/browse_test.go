@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/term"
 )
@@ -103,21 +104,7 @@ func sha256File(t *testing.T, path string) string {
 // fixture, opens the session of the hit, goes back and quits; the file is
 // byte for byte unchanged.
 func TestBrowseTmux(t *testing.T) {
-	fx := ""
-	for _, up := range []string{"../..", "../../..", "../../../.."} {
-		if p := filepath.Join(up, "shared", "fixtures", "hermes-v30.db"); fx == "" && fileExists(p) {
-			fx = p
-		}
-	}
-	if d := os.Getenv("HERMESSTATE_FIXTURES"); d != "" {
-		fx = filepath.Join(d, "hermes-v30.db")
-	}
-	if fx == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("no Hermes fixtures beside the repository (../shared/fixtures): CI must have them")
-		}
-		t.Skip("no Hermes fixtures beside the repository (../shared/fixtures)")
-	}
+	fx := fixturetest.Path(t, "hermes-v30.db")
 	dir := t.TempDir()
 	db := filepath.Join(dir, "state.db")
 	copyFile(t, fx, db)

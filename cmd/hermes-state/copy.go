@@ -2,13 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	hs "github.com/hermesstate/hermesstate"
 )
@@ -69,22 +66,10 @@ A target with rows is refused.`,
 			defer dst.Close()
 
 			opt := hs.CopyOptions{BatchRows: batch}
-			var bar *progressbar.ProgressBar
-			if f, ok := a.errOut.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-				opt.Progress = func(table string, done, total int64) {
-					if bar == nil {
-						bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(f), progressbar.OptionShowCount(),
-							progressbar.OptionSetItsString("rows"), progressbar.OptionShowIts(), progressbar.OptionThrottle(100*time.Millisecond),
-							progressbar.OptionClearOnFinish())
-					}
-					bar.Describe(table)
-					_ = bar.Set64(done)
-				}
-			}
+			progress, finish := a.stepProgress() // a bar per table
+			opt.Progress = progress
 			stats, err := hs.Copy(ctx, src, dst, opt)
-			if bar != nil {
-				_ = bar.Finish()
-			}
+			finish()
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -80,7 +81,7 @@ func printMessages(w io.Writer, sessionID string, ms []models.Message) error {
 		if m.Active == 0 {
 			mark = " (inactive)"
 		}
-		line := messageLine(m.DecodedContent(), m.ToolCalls, deref(m.ToolName))
+		line := messageLine(m.DecodedContent(), m.ToolCalls, ptr.Deref(m.ToolName))
 		if _, err := fmt.Fprintf(w, "#%d %s %s%s: %s\n", m.ID, localTime(m.Timestamp), m.Role, mark, line); err != nil {
 			return err
 		}

@@ -47,13 +47,6 @@ func plural(n int64, word, pl string) string {
 	return fmt.Sprintf("%d %s", n, pl)
 }
 
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
 func nilIfEmpty(s string) any {
 	if s == "" {
 		return nil

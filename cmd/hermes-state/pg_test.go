@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/internal/pgtest"
 )
 
@@ -90,15 +91,7 @@ func TestCLIEveryCommandOnBothBackends(t *testing.T) {
 // with `copy`; listings and messages then print the same on both.
 func TestCLICopyFixture(t *testing.T) {
 	dsn, schema := pgtest.Schema(t)
-	fx := ""
-	for _, up := range []string{"../..", "../../..", "../../../.."} {
-		if p := filepath.Join(up, "shared", "fixtures", "hermes-v30.db"); fx == "" && fileExists(p) {
-			fx = p
-		}
-	}
-	if fx == "" {
-		t.Skip("no Hermes fixtures beside the repository (../shared/fixtures)")
-	}
+	fx := fixturetest.Path(t, "hermes-v30.db")
 	src := filepath.Join(t.TempDir(), "state.db")
 	copyFile(t, fx, src)
 	out, err := run(t, "--json", "copy", "--from", src, "--to", dsn, "--to-schema", schema, "--batch", "5")
@@ -131,8 +124,6 @@ func TestCLICopyFixture(t *testing.T) {
 	_, err = run(t, "copy", "--from", src, "--to", src)
 	require.Equal(t, 2, exitCode(err))
 }
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -93,10 +94,10 @@ func printHits(w io.Writer, q string, hits []repo.SearchHit) error {
 	fmt.Fprintln(tw, "SESSION\tMSG\tTIME\tSOURCE\tROLE\tSNIPPET")
 	for _, h := range hits {
 		role := h.Role
-		if t := deref(h.ToolName); t != "" && h.Role == "tool" {
+		if t := ptr.Deref(h.ToolName); t != "" && h.Role == "tool" {
 			role += " (" + t + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", h.SessionID, h.ID, localTime(models.Epoch(h.Timestamp)), deref(h.Source), role, readableSnippet(deref(h.Snippet)))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", h.SessionID, h.ID, localTime(models.Epoch(h.Timestamp)), ptr.Deref(h.Source), role, readableSnippet(ptr.Deref(h.Snippet)))
 	}
 	return tw.Flush()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -61,7 +62,7 @@ func sessionsListCmd(a *app) *cobra.Command {
 				tw := table(w)
 				fmt.Fprintln(tw, "ID\tSOURCE\tLAST ACTIVE\tMSGS\tTITLE / PREVIEW")
 				for _, s := range rows {
-					label := deref(s.Title)
+					label := ptr.Deref(s.Title)
 					if label == "" {
 						label = s.Preview
 					}
@@ -135,14 +136,14 @@ func printSession(w io.Writer, s *models.Session) error {
 	ended := "open"
 	if s.EndedAt != nil {
 		ended = localTime(*s.EndedAt)
-		if r := deref(s.EndReason); r != "" {
+		if r := ptr.Deref(s.EndReason); r != "" {
 			ended += " (" + r + ")"
 		}
 	}
 	return printFields(w, []field{
-		{"id", s.ID}, {"source", s.Source}, {"title", deref(s.Title)}, {"model", deref(s.Model)},
+		{"id", s.ID}, {"source", s.Source}, {"title", ptr.Deref(s.Title)}, {"model", ptr.Deref(s.Model)},
 		{"started", localTime(s.StartedAt)}, {"ended", ended},
-		{"parent", deref(s.ParentSessionID)}, {"messages", fmt.Sprint(s.MessageCount)},
+		{"parent", ptr.Deref(s.ParentSessionID)}, {"messages", fmt.Sprint(s.MessageCount)},
 		{"tool calls", fmt.Sprint(s.ToolCallCount)},
 		{"tokens in/out", fmt.Sprintf("%d / %d", s.InputTokens, s.OutputTokens)},
 	})

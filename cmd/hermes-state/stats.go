@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -68,7 +69,7 @@ func printStats(w io.Writer, bs []repo.SourceStats, bm []repo.ModelStats, ts []r
 	if len(ts) > 0 {
 		fmt.Fprintln(tw, "\nTOP SESSION\tSOURCE\tMESSAGES\tTOKENS\tTITLE")
 		for _, x := range ts {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", x.ID, x.Source, x.Messages, x.TotalTokens, deref(x.Title))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", x.ID, x.Source, x.Messages, x.TotalTokens, ptr.Deref(x.Title))
 		}
 	}
 	return tw.Flush()

@@ -41,17 +41,13 @@ func (f *Fixture) CopyDB(t testing.TB) string {
 }
 
 // LoadFixtures returns every NAME.db that has a NAME.expected.json, sorted
-// by schema version. Without the folder it skips, except in CI where the
-// folder must exist.
+// by schema version. It fails the test when the folder holds none.
 func LoadFixtures(t testing.TB) []*Fixture {
 	t.Helper()
 	dir := Dir()
 	matches, _ := filepath.Glob(filepath.Join(dir, "*.expected.json"))
 	if len(matches) == 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no Hermes fixtures in %s: CI must run with ../shared beside the repository", dir)
-		}
-		t.Skipf("no Hermes fixtures in %s (set HERMESSTATE_FIXTURES or put ../shared beside the repository)", dir)
+		t.Fatalf("no Hermes fixtures in %s (the repository keeps them in testdata/fixtures; HERMESSTATE_FIXTURES=%q)", dir, os.Getenv("HERMESSTATE_FIXTURES"))
 	}
 	var out []*Fixture
 	for _, m := range matches {

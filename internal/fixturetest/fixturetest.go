@@ -1,6 +1,6 @@
 // Package fixturetest gives tests of every package the Hermes-made fixture
-// files (../shared/fixtures beside the repository, or
-// $HERMESSTATE_FIXTURES) as private copies, and the file surgery the
+// files (testdata/fixtures at the module root, or $HERMESSTATE_FIXTURES) as
+// private copies, and the file surgery the
 // robustness tests need: a "newer Hermes" file, file hashes, directory
 // listings. It is imported by tests only.
 package fixturetest
@@ -21,35 +21,45 @@ import (
 	_ "github.com/glebarez/go-sqlite" // the "sqlite" database/sql driver
 )
 
-// Dir returns the fixtures folder: $HERMESSTATE_FIXTURES, else
-// shared/fixtures beside the repository (looked up from the test's working
-// directory, up to four levels, so package directories and git worktrees
-// find it).
+// Dir returns the fixtures folder: $HERMESSTATE_FIXTURES when set, else
+// testdata/fixtures at the module root (found from the test's working
+// directory by looking for go.mod), where the repository keeps its copy of
+// the Hermes-written files. It is the one place tests look fixtures up.
 func Dir() string {
 	if d := os.Getenv("HERMESSTATE_FIXTURES"); d != "" {
 		return d
 	}
-	up := ""
-	for i := 0; i < 5; i++ {
-		up = filepath.Join(up, "..")
-		d := filepath.Join(up, "shared", "fixtures")
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			return d
-		}
+	if root := ModuleRoot(); root != "" {
+		return filepath.Join(root, "testdata", "fixtures")
 	}
-	return filepath.Join("..", "shared", "fixtures")
+	return filepath.Join("testdata", "fixtures")
 }
 
-// Path returns the path of fixture name (e.g. "hermes-v30.db"). Without
-// the folder the test is skipped, except under CI, where it fails.
+// ModuleRoot returns the directory holding the module's go.mod, found from
+// the working directory upwards, or "" when there is none.
+func ModuleRoot() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/hermesstate/hermesstate\n") {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
+// Path returns the path of fixture name (e.g. "hermes-v30.db"). A missing
+// fixture fails the test: the repository carries them in testdata/fixtures.
 func Path(t testing.TB, name string) string {
 	t.Helper()
 	p := filepath.Join(Dir(), name)
 	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("fixture %s missing: CI must run with ../shared beside the repository", p)
-		}
-		t.Skipf("no Hermes fixture %s (set HERMESSTATE_FIXTURES or put ../shared beside the repository)", p)
+		t.Fatalf("Hermes fixture %s is missing (the repository keeps them in testdata/fixtures; HERMESSTATE_FIXTURES=%q): %v",
+			p, os.Getenv("HERMESSTATE_FIXTURES"), err)
 	}
 	return p
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"gorm.io/gorm"
 )
 
@@ -314,7 +315,7 @@ func indexRows(tx *gorm.DB, q string) (int, error) {
 	ids := make([]any, 0, len(rows))
 	for _, r := range rows {
 		ids = append(ids, r.ID)
-		for _, t := range CJKTerms(deref(r.Content), deref(r.ToolName), deref(r.ToolCalls)) {
+		for _, t := range CJKTerms(ptr.Deref(r.Content), ptr.Deref(r.ToolName), ptr.Deref(r.ToolCalls)) {
 			byTerm[t] = append(byTerm[t], r.ID)
 		}
 	}
@@ -680,11 +681,4 @@ func CollectCJKGarbage(tx *gorm.DB) (int, error) {
 		return 0, err
 	}
 	return len(gone), nil
-}
-
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"gorm.io/gorm"
 )
 
@@ -246,7 +247,7 @@ func CheckCJKIndex(tx *gorm.DB) (int, string, error) {
 			if skip[r.ID] {
 				continue
 			}
-			want := CJKTerms(deref(r.Content), deref(r.ToolName), deref(r.ToolCalls))
+			want := CJKTerms(ptr.Deref(r.Content), ptr.Deref(r.ToolName), ptr.Deref(r.ToolCalls))
 			for _, t := range want {
 				if _, found := slices.BinarySearch(lists[t], r.ID); !found {
 					return checked, fmt.Sprintf("message %d: its term %q has no posting", r.ID, t), nil

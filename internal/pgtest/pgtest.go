@@ -1,7 +1,8 @@
 // Package pgtest gives tests a fresh PostgreSQL schema per test, dropped
 // when the test ends. The server comes from $HERMESSTATE_PG_DSN; without it
-// Postgres tests skip with a message saying how to enable them, and with it
-// an unreachable server fails the test (CI sets the variable).
+// Postgres tests skip with a message saying how to enable them (they fail
+// instead when $CI is set), and with it an unreachable server fails the test
+// (.ci/run sets both).
 package pgtest
 
 import (
@@ -28,6 +29,9 @@ func DSN(t testing.TB) string {
 	t.Helper()
 	dsn := strings.TrimSpace(os.Getenv(EnvDSN))
 	if dsn == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set but " + EnvDSN + " is not: CI runs the PostgreSQL tests (.ci/run starts a server and sets it)")
+		}
 		t.Skip(Hint)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -156,7 +156,6 @@ type params struct {
 	InProc  bool   `json:"-"`
 	spawn   Spawner
 	report  func(done, total int64)
-	sqliteV string
 }
 
 type phaseFunc func(ctx context.Context, p *params) (any, error)

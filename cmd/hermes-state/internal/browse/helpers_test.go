@@ -16,31 +16,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
 // fixtureCopy copies a Hermes-made fixture into a temporary directory and
-// returns its path. The fixtures live in ../shared/fixtures beside the
-// repository (or $HERMESSTATE_FIXTURES); CI must have them.
+// returns its path (the repository's copy in testdata/fixtures).
 func fixtureCopy(t testing.TB, name string) string {
 	t.Helper()
-	var src string
-	if d := os.Getenv("HERMESSTATE_FIXTURES"); d != "" {
-		src = filepath.Join(d, name)
-	} else {
-		for _, up := range []string{"../..", "../../..", "../../../.."} {
-			if p := filepath.Join(up, "shared", "fixtures", name); src == "" && fileExists(p) {
-				src = p
-			}
-		}
-	}
-	if src == "" || !fileExists(src) {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("fixture %s not found: CI must run with ../shared beside the repository", name)
-		}
-		t.Skipf("fixture %s not found (set HERMESSTATE_FIXTURES or put ../shared beside the repository)", name)
-	}
+	src := fixturetest.Path(t, name)
 	dst := filepath.Join(t.TempDir(), "state.db")
 	in, err := os.Open(src)
 	require.NoError(t, err)

@@ -145,8 +145,7 @@ func TestSearchDebounceAndStale(t *testing.T) {
 	require.Contains(t, d.screen(), "searching…")
 
 	// Type on ("docker") and let that search finish first.
-	var late []tea.Msg
-	late = exec(searchDo[0]) // the "do" result, held back
+	late := exec(searchDo[0]) // the "do" result, held back
 	d.typeText("cker")
 	require.Equal(t, "docker", d.m.hitsQuery)
 	want, err := st.Search().Messages(context.Background(), "docker", repo.SearchOptions{Limit: searchLimit})

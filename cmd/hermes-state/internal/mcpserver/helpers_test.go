@@ -13,23 +13,13 @@ import (
 
 	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/cmd/hermes-state/internal/mcpserver"
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
 )
 
 // fixturesDir is ../shared/fixtures beside the repository (or
 // $HERMESSTATE_FIXTURES); this package is two levels down, a git worktree
-// one more.
-func fixturesDir() string {
-	if d := os.Getenv("HERMESSTATE_FIXTURES"); d != "" {
-		return d
-	}
-	for _, up := range []string{"../../..", "../../../..", "../../../../.."} {
-		d := filepath.Join(up, "shared", "fixtures")
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			return d
-		}
-	}
-	return filepath.Join("..", "..", "..", "shared", "fixtures")
-}
+// fixturesDir is the repository's copy of the Hermes fixtures.
+func fixturesDir() string { return fixturetest.Dir() }
 
 // fixtureCopy copies the Hermes-made NAME.db to a temp dir and returns the
 // copy's path and the decoded NAME.expected.json. Without the fixtures it
@@ -39,12 +29,7 @@ func fixtureCopy(t *testing.T, name string) (string, map[string]json.RawMessage)
 	dir := fixturesDir()
 	src := filepath.Join(dir, name+".db")
 	b, err := os.ReadFile(src)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no Hermes fixture %s: CI must run with ../shared beside the repository", src)
-		}
-		t.Skipf("no Hermes fixture %s (set HERMESSTATE_FIXTURES or put ../shared beside the repository)", src)
-	}
+	require.NoError(t, err, "Hermes fixture %s", src)
 	dst := filepath.Join(t.TempDir(), "state.db")
 	require.NoError(t, os.WriteFile(dst, b, 0o600))
 	raw, err := os.ReadFile(filepath.Join(dir, name+".expected.json"))
@@ -59,10 +44,7 @@ func fixtureNames(t *testing.T) []string {
 	t.Helper()
 	m, _ := filepath.Glob(filepath.Join(fixturesDir(), "*.expected.json"))
 	if len(m) == 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no Hermes fixtures in %s", fixturesDir())
-		}
-		t.Skipf("no Hermes fixtures in %s", fixturesDir())
+		t.Fatalf("no Hermes fixtures in %s", fixturesDir())
 	}
 	var out []string
 	for _, p := range m {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -238,21 +239,14 @@ func (s *server) list(ctx context.Context, in ListInput) (ListOutput, error) {
 	}
 	out := ListOutput{Sessions: make([]SessionSummary, 0, len(rows))}
 	for _, r := range rows {
-		out.Sessions = append(out.Sessions, SessionSummary{ID: r.ID, Title: deref(r.Title), Source: r.Source,
-			Preview: r.Preview, Model: deref(r.Model), MessageCount: r.MessageCount, StartedAt: float64(r.StartedAt),
+		out.Sessions = append(out.Sessions, SessionSummary{ID: r.ID, Title: ptr.Deref(r.Title), Source: r.Source,
+			Preview: r.Preview, Model: ptr.Deref(r.Model), MessageCount: r.MessageCount, StartedAt: float64(r.StartedAt),
 			LastActive: r.LastActive, LastActiveTime: isoTime(r.LastActive), Ended: r.EndedAt != nil,
-			EndReason: deref(r.EndReason), ParentSessionID: deref(r.ParentSessionID), LineageRootID: r.LineageRootID})
+			EndReason: ptr.Deref(r.EndReason), ParentSessionID: ptr.Deref(r.ParentSessionID), LineageRootID: r.LineageRootID})
 	}
 	if len(rows) >= in.Limit {
 		next := in.Offset + in.Limit
 		out.NextOffset = &next
 	}
 	return out, nil
-}
-
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }

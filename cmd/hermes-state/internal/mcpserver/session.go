@@ -4,6 +4,7 @@ import (
 	"context"
 	"unicode/utf8"
 
+	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/models"
 )
 
@@ -110,13 +111,13 @@ func (s *server) session(ctx context.Context, in SessionInput) (SessionOutput, e
 	if err != nil {
 		return SessionOutput{}, err
 	}
-	out := SessionOutput{Session: SessionInfo{ID: r.ID, Source: r.Source, Title: deref(r.Title), Model: deref(r.Model),
+	out := SessionOutput{Session: SessionInfo{ID: r.ID, Source: r.Source, Title: ptr.Deref(r.Title), Model: ptr.Deref(r.Model),
 		StartedAt: float64(r.StartedAt), StartedTime: isoTime(float64(r.StartedAt)), EndedAt: epochPtr(r.EndedAt),
-		EndReason: deref(r.EndReason), LastActivityAt: epochPtr(r.LastActivityAt), MessageCount: r.MessageCount,
-		ToolCallCount: r.ToolCallCount, ParentSessionID: deref(r.ParentSessionID), UserID: deref(r.UserID),
-		ChatType: deref(r.ChatType), DisplayName: deref(r.DisplayName), Cwd: deref(r.Cwd), GitBranch: deref(r.GitBranch),
-		GitRepoRoot: deref(r.GitRepoRoot), Archived: r.Archived != 0, Pinned: r.Pinned != 0, Hidden: r.Hidden != 0}}
-	if p := deref(r.SystemPrompt); p != "" {
+		EndReason: ptr.Deref(r.EndReason), LastActivityAt: epochPtr(r.LastActivityAt), MessageCount: r.MessageCount,
+		ToolCallCount: r.ToolCallCount, ParentSessionID: ptr.Deref(r.ParentSessionID), UserID: ptr.Deref(r.UserID),
+		ChatType: ptr.Deref(r.ChatType), DisplayName: ptr.Deref(r.DisplayName), Cwd: ptr.Deref(r.Cwd), GitBranch: ptr.Deref(r.GitBranch),
+		GitRepoRoot: ptr.Deref(r.GitRepoRoot), Archived: r.Archived != 0, Pinned: r.Pinned != 0, Hidden: r.Hidden != 0}}
+	if p := ptr.Deref(r.SystemPrompt); p != "" {
 		out.Session.SystemPromptChars = utf8.RuneCountInString(p)
 		if in.IncludeSystemPrompt {
 			if len(p) > maxSystemPrompt {
@@ -158,7 +159,7 @@ func (s *server) session(ctx context.Context, in SessionInput) (SessionOutput, e
 	u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.APICallCount =
 		r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens, r.ReasoningTokens, r.APICallCount
 	u.EstimatedCostUSD, u.ActualCostUSD = r.EstimatedCostUSD, r.ActualCostUSD
-	u.CostStatus, u.BillingProvider = deref(r.CostStatus), deref(r.BillingProvider)
+	u.CostStatus, u.BillingProvider = ptr.Deref(r.CostStatus), ptr.Deref(r.BillingProvider)
 	rows, err := s.st.Usage().Rows(ctx, id)
 	if err != nil {
 		return SessionOutput{}, err
