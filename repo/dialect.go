@@ -22,7 +22,7 @@ import (
 // isPostgres(tx).
 //
 // Rules for code in this package (both dialects run the same contract
-// suite, contract_core_test.go in the root package):
+// suite, repo_test.go in the root package):
 //   - Prefer GORM's builder and ? placeholders; ON CONFLICT ... DO UPDATE
 //     with excluded. works on both.
 //   - A write transaction that reads a session row and then writes based on

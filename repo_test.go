@@ -1,3 +1,7 @@
+// The integration tests of the repository interfaces through Open: each
+// runs the same assertions on a SQLite file in t.TempDir() and on a fresh
+// PostgreSQL schema (hermesstatetest.ForEachBackend). The repositories'
+// finer tests sit beside them in repo/ (package repo_test), the same way.
 package hermesstate_test
 
 import (
