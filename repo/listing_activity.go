@@ -95,21 +95,6 @@ func SessionActivityStatements() []string {
 // activity table.
 func SessionActivityTriggers() []string { return append([]string(nil), activityObjects[1:]...) }
 
-// EnsureSessionActivity creates the activity table, its index and
-// triggers (SQLite; nothing on PostgreSQL) and fills it from the sessions
-// and messages already in the file. It returns the database error.
-func EnsureSessionActivity(tx *gorm.DB) error {
-	if isPostgres(tx) {
-		return nil
-	}
-	for _, q := range SessionActivityStatements() {
-		if err := tx.Exec(q).Error; err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // activityDriftSQL counts sessions whose activity row is missing or differs
 // from the value computed from the session and its messages.
 var activityDriftSQL = strings.Join(strings.Fields(`SELECT COUNT(*) FROM sessions s

@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,21 +61,6 @@ func Path(t testing.TB, name string) string {
 			p, os.Getenv("HERMESSTATE_FIXTURES"), err)
 	}
 	return p
-}
-
-// Names returns the file names of every fixture .db, sorted.
-func Names(t testing.TB) []string {
-	t.Helper()
-	m, _ := filepath.Glob(filepath.Join(Dir(), "hermes-v*.db"))
-	if len(m) == 0 {
-		Path(t, "hermes-v30.db") // skips or fails with the reason
-	}
-	var out []string
-	for _, p := range m {
-		out = append(out, filepath.Base(p))
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Copy copies fixture name into a new temporary directory as state.db

@@ -280,23 +280,6 @@ func IndexPendingIDs(tx *gorm.DB, ids []int64) (int, error) {
 	return indexRows(tx, "SELECT p.id, m.content, m.tool_name, m.tool_calls FROM "+CJKPendingTable+" p LEFT JOIN messages m ON m.id = p.id WHERE p.id IN ("+b.String()+")")
 }
 
-// DequeuePending removes ids from the CJK queue without indexing them: for
-// rows the caller knows hold no CJK character (no postings to write).
-func DequeuePending(tx *gorm.DB, ids []int64) error {
-	for i := 0; i < len(ids); i += 500 {
-		j := min(i+500, len(ids))
-		args := make([]any, j-i)
-		for k, id := range ids[i:j] {
-			args[k] = id
-		}
-		ph := strings.TrimSuffix(strings.Repeat("?,", j-i), ",")
-		if err := tx.Exec("DELETE FROM "+CJKPendingTable+" WHERE id IN ("+ph+")", args...).Error; err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func indexRows(tx *gorm.DB, q string) (int, error) {
 	type row struct {
 		ID        int64
