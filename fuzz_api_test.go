@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"unicode"
@@ -61,9 +62,29 @@ func FuzzImport(f *testing.F) {
 		if len(in) > 1<<16 {
 			return
 		}
-		_, err := st.Portability().Import(context.Background(), bytes.NewReader(in), nil)
-		if err != nil && !errors.Is(err, hs.ErrInvalid) && !errors.Is(err, hs.ErrConflict) && !errors.Is(err, hs.ErrNotFound) {
-			t.Fatalf("unexpected error kind for %q: %v", in, err)
+		// A file (read twice, in id order) and a stream (in file order).
+		for _, r := range []io.Reader{bytes.NewReader(in), struct{ io.Reader }{bytes.NewReader(in)}} {
+			res, err := st.Portability().Import(context.Background(), r, nil)
+			if err != nil && !errors.Is(err, hs.ErrInvalid) && !errors.Is(err, hs.ErrConflict) && !errors.Is(err, hs.ErrNotFound) {
+				t.Fatalf("unexpected error kind for %q: %v", in, err)
+			}
+			if err != nil && !errors.Is(err, hs.ErrInvalid) {
+				continue
+			}
+			// Every line with something on it is imported, skipped or
+			// refused: none is lost without a word.
+			lines := int64(0)
+			for _, l := range bytes.Split(in, []byte("\n")) {
+				if len(bytes.TrimSpace(l)) > 0 {
+					lines++
+				}
+			}
+			if got := res.Sessions + res.Skipped + int64(len(res.Refused)); got != lines {
+				t.Fatalf("%d lines, %d imported + %d skipped + %d refused (%v) for %q", lines, res.Sessions, res.Skipped, len(res.Refused), err, in)
+			}
+			if (err != nil) != (len(res.Refused) > 0) {
+				t.Fatalf("refused %v but error %v for %q", res.Refused, err, in)
+			}
 		}
 	})
 }

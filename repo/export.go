@@ -50,6 +50,16 @@ type ImportResult struct {
 	// store (a timestamp outside the sane window set to now, a title
 	// sanitized); counters are always recomputed and not counted here.
 	Adjusted int64
+	// Refused lists the lines not imported because the API would refuse
+	// what they hold (or they are not JSON), in line order. Import then
+	// returns an ErrInvalid error naming them.
+	Refused []ImportRefusal `json:"refused,omitempty"`
+}
+
+// ImportRefusal is a line of an import that was not imported, and why.
+type ImportRefusal struct {
+	Line   int64  `json:"line"`
+	Reason string `json:"reason"`
 }
 
 // Portability exports sessions (JSONL for machines, Markdown for people)
@@ -68,17 +78,25 @@ type Portability interface {
 	// WriteMarkdown writes the same selection as readable Markdown.
 	WriteMarkdown(ctx context.Context, w io.Writer, f ExportFilter, ids []string, p Progress) (int64, error)
 	// Import reads JSONL written by WriteJSONL (or Hermes-shaped dicts with
-	// the same keys) and stores the sessions whose ids do not exist yet,
-	// with their messages and ids preserved (a message id already taken
-	// gets a new one). The rules of the API apply (checkSessionRow,
-	// importValues): out-of-range timestamps become now, titles are
-	// sanitized, message_count and tool_call_count are counted from the
-	// imported rows. A parent missing from both the store and the file is
-	// detached. Each session is stored in one transaction (row, messages):
-	// a failure leaves nothing of that session, so importing the corrected
-	// file again completes it. ErrInvalid for malformed input or a line
-	// longer than MaxImportLineBytes (the line number is in the message);
-	// sessions imported before it stay.
+	// the same keys; one session per line, blank lines ignored) and stores
+	// the sessions whose ids do not exist yet, with their messages and ids
+	// preserved (a message id already taken gets a new one). The rules of
+	// the API apply (checkSessionRow, importValues): out-of-range
+	// timestamps become now, titles are sanitized, flags are 0 or 1,
+	// message_count and tool_call_count are counted from the imported rows.
+	// A parent missing from both the store and the file is detached. An
+	// input that can be read twice (a file) is imported in ascending
+	// message id order, whatever the order of its lines (an export lists
+	// the newest first), so the store grows as the original did; any other
+	// reader in file order. Each session is stored in one transaction (row,
+	// messages): a refused line (not JSON, longer than MaxImportLineBytes,
+	// or holding what the API refuses) leaves nothing of its session and
+	// the other lines are imported; the result lists the refused lines and
+	// the error, ErrInvalid, names them with their line numbers, so
+	// importing the corrected file again completes it. A line over the cap
+	// in a reader that cannot be read twice ends the import there. Any
+	// other failure (storage, context) stops the import; the sessions
+	// imported before it stay.
 	Import(ctx context.Context, r io.Reader, p Progress) (ImportResult, error)
 	// Lineage returns Hermes' export_session_lineage(id): the compression
 	// lineage id belongs to as one logical session -- the newest segment's

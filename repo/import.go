@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
+	"strconv"
 	"strings"
 
 	"gorm.io/gorm"
@@ -29,7 +31,7 @@ const MaxImportLineBytes = 256 << 20
 // importLineCap is MaxImportLineBytes; tests lower it.
 var importLineCap int64 = MaxImportLineBytes
 
-// lineTooLong is the error lineCapReader returns for a line over its cap.
+// lineTooLong is the refusal of a line over the cap.
 type lineTooLong struct{ line, limit int64 }
 
 func (e *lineTooLong) Error() string {
@@ -43,13 +45,239 @@ func mib(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
+// importBatch is the number of messages per multi-row INSERT while
+// importing (all of a session's INSERTs run in one transaction).
+const importBatch = 500
+
+// maxRefusalsSaid is how many refused lines Import's error spells out.
+const maxRefusalsSaid = 3
+
+// importLine is one non-blank line of an import file: where it lies, its
+// 1-based number, and the lowest message id it holds (0: none), the key
+// it is imported in order of.
+type importLine struct {
+	no, off, n, key int64
+}
+
+// seekableInput is an input Import can read twice (a file, not a pipe).
+type seekableInput interface {
+	io.ReaderAt
+	io.Seeker
+}
+
+func (r *portRepo) Import(ctx context.Context, rd io.Reader, p Progress) (ImportResult, error) {
+	const op = "import"
+	im := &importer{r: r, ctx: ctx, op: op, pending: map[string]string{}, p: p}
+	var err error
+	if in, ok := rd.(seekableInput); ok {
+		if size, serr := in.Seek(0, io.SeekEnd); serr == nil {
+			err = im.sorted(in, size)
+		} else {
+			err = im.stream(rd)
+		}
+	} else {
+		err = im.stream(rd)
+	}
+	if err == nil {
+		err = im.reattach()
+	}
+	if err != nil {
+		return im.res, err
+	}
+	return im.res, im.refusedErr()
+}
+
+// importer is one run of Import.
+type importer struct {
+	r       *portRepo
+	ctx     context.Context
+	op      string
+	pending map[string]string // child id → parent id not (yet) in the store
+	res     ImportResult
+	p       Progress
+	done    int64
+	first   error // the first refusal's error
+}
+
+// sorted imports a file it can read twice: a first pass finds its lines
+// and the lowest message id of each (and refuses lines over the cap or not
+// JSON), the second imports them in ascending id order. An export lists
+// the newest session first: stored in that order, every session's rows go
+// before the rows already stored, B-tree pages split half-full and the
+// file grows by about a third; in id order each insert appends.
+func (im *importer) sorted(in io.ReaderAt, size int64) error {
+	lines, err := im.scanLines(in, size)
+	if err != nil {
+		return err
+	}
+	keyed := lines[:0]
+	for _, l := range lines {
+		if err := im.ctx.Err(); err != nil {
+			return err
+		}
+		key, err := lineKey(io.NewSectionReader(in, l.off, l.n))
+		if err != nil {
+			im.refuse(l.no, notJSON(im.op, l.no, err))
+			continue
+		}
+		l.key = key
+		keyed = append(keyed, l)
+	}
+	sort.SliceStable(keyed, func(i, j int) bool { return keyed[i].key < keyed[j].key })
+	for _, l := range keyed {
+		if err := im.line(io.NewSectionReader(in, l.off, l.n), l.no, int64(len(keyed))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanLines finds the non-blank lines of in; a line over the cap is
+// refused and skipped.
+func (im *importer) scanLines(in io.ReaderAt, size int64) ([]importLine, error) {
+	br := bufio.NewReaderSize(io.NewSectionReader(in, 0, size), 64<<10)
+	var lines []importLine
+	var off, no int64
+	for {
+		if err := im.ctx.Err(); err != nil {
+			return nil, err
+		}
+		no++
+		start, blank := off, true
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = br.ReadSlice('\n')
+			off += int64(len(chunk))
+			if blank && len(bytes.TrimSpace(chunk)) > 0 {
+				blank = false
+			}
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		switch n := off - start; {
+		case blank:
+		case n > importLineCap+1 || (n == importLineCap+1 && err == io.EOF):
+			im.refuse(no, errs.Errorf(errs.ErrInvalid, im.op, "%s", (&lineTooLong{line: no, limit: importLineCap}).Error()))
+		default:
+			lines = append(lines, importLine{no: no, off: start, n: n})
+		}
+		if err == io.EOF {
+			return lines, nil
+		}
+	}
+}
+
+// lineKey reads one session object and returns the lowest positive
+// message id it holds (0 for none); an error when the line is not one
+// JSON object. Messages are decoded one at a time, so memory stays
+// bounded by the largest message.
+func lineKey(r io.Reader) (int64, error) {
+	dec := json.NewDecoder(r)
+	if t, err := dec.Token(); err != nil {
+		return 0, err
+	} else if d, ok := t.(json.Delim); !ok || d != '{' {
+		return 0, errors.New("expected a JSON object")
+	}
+	var key int64
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return 0, err
+		}
+		if k != "messages" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		t, err := dec.Token()
+		if err != nil {
+			return 0, err
+		}
+		if t == nil {
+			continue
+		}
+		if d, ok := t.(json.Delim); !ok || d != '[' {
+			return 0, errors.New("messages must be a list")
+		}
+		for dec.More() {
+			var m struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if err := dec.Decode(&m); err != nil {
+				return 0, err
+			}
+			if id, err := strconv.ParseInt(string(m.ID), 10, 64); err == nil && id > 0 && (key == 0 || id < key) {
+				key = id
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return 0, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return 0, errors.New("more than one JSON value on the line")
+	}
+	return key, nil
+}
+
+// stream imports an input it can read once, line by line in file order;
+// a line over the cap ends it (refused; its end is not known without
+// reading it whole, so the rest of the input is not read).
+func (im *importer) stream(rd io.Reader) error {
+	lc := &lineCapReader{r: rd, max: importLineCap}
+	br := bufio.NewReaderSize(lc, 64<<10)
+	var buf []byte
+	for no := int64(1); ; no++ {
+		if err := im.ctx.Err(); err != nil {
+			return err
+		}
+		buf = buf[:0]
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = br.ReadSlice('\n')
+			buf = append(buf, chunk...)
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		var lt *lineTooLong
+		switch {
+		case errors.As(err, &lt):
+			im.refuse(lt.line, errs.Errorf(errs.ErrInvalid, im.op, "%s; the input after it was not read", lt.Error()))
+			return nil
+		case err != nil && err != io.EOF:
+			return errs.Wrap(errs.ErrStorage, im.op, err, fmt.Sprintf("cannot read line %d: %v", no, err))
+		}
+		if len(bytes.TrimSpace(buf)) > 0 {
+			if _, kerr := lineKey(bytes.NewReader(buf)); kerr != nil {
+				im.refuse(no, notJSON(im.op, no, kerr))
+			} else if err := im.line(bytes.NewReader(buf), no, 0); err != nil {
+				return err
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}
+
 // lineCapReader passes r through and fails once a line grows past max
-// bytes, so a decoder reading from it never buffers more than that of one
-// line.
+// bytes, so a reader of it never buffers more than that of one line.
 type lineCapReader struct {
 	r         io.Reader
 	max       int64
-	line, cur int64 // 1-based line being read, its bytes so far
+	line, cur int64 // lines completed, bytes of the current one so far
 }
 
 func (l *lineCapReader) Read(p []byte) (int, error) {
@@ -77,65 +305,103 @@ func (l *lineCapReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// importBatch is the number of messages per multi-row INSERT while
-// importing (all of a session's INSERTs run in one transaction).
-const importBatch = 500
+// notJSON is the refusal of a line that is not one JSON object.
+func notJSON(op string, no int64, err error) error {
+	return errs.Wrap(errs.ErrInvalid, op, err, fmt.Sprintf("line %d: not a JSON session object: %v", no, err))
+}
 
-func (r *portRepo) Import(ctx context.Context, rd io.Reader, p Progress) (ImportResult, error) {
-	const op = "import"
-	var res ImportResult
-	dec := json.NewDecoder(bufio.NewReaderSize(&lineCapReader{r: rd, max: importLineCap}, 64<<10))
+// line imports the session object of line no, which lineKey read
+// without error. A refusal (ErrInvalid) is recorded and the import goes
+// on; any other error stops it.
+func (im *importer) line(r io.Reader, no, total int64) error {
+	dec := json.NewDecoder(r)
 	dec.UseNumber()
-	pending := map[string]string{} // child id → parent id not (yet) in the store
-	line := int64(0)
-	for {
-		if err := ctx.Err(); err != nil {
-			return res, err
+	err := im.r.importOne(im.ctx, im.op, dec, no, im.pending, &im.res)
+	switch {
+	case err == nil:
+	case errors.Is(err, errs.ErrInvalid):
+		im.refuse(no, err)
+	default:
+		return err
+	}
+	im.done++
+	if im.p != nil {
+		im.p(im.done, total)
+	}
+	return nil
+}
+
+// refuse records a refused line.
+func (im *importer) refuse(no int64, err error) {
+	if im.first == nil {
+		im.first = err
+	}
+	reason := err.Error()
+	var e *errs.Error
+	if errors.As(err, &e) && e.Msg != "" {
+		reason = e.Msg
+	}
+	im.res.Refused = append(im.res.Refused, ImportRefusal{Line: no, Reason: reason})
+}
+
+// refusedErr is the ErrInvalid error naming the refused lines (nil when
+// none): the first few with their reasons, on one line.
+func (im *importer) refusedErr() error {
+	rs := im.res.Refused
+	if len(rs) == 0 {
+		return nil
+	}
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Line < rs[j].Line })
+	var b strings.Builder
+	if len(rs) > 1 {
+		fmt.Fprintf(&b, "%d lines refused: ", len(rs))
+	}
+	for i, r := range rs[:min(len(rs), maxRefusalsSaid)] {
+		if i > 0 {
+			b.WriteString("; ")
 		}
-		tok, err := dec.Token()
-		if err == io.EOF {
+		b.WriteString(r.Reason)
+	}
+	if len(rs) > maxRefusalsSaid {
+		fmt.Fprintf(&b, "; and %d more (lines %s)", len(rs)-maxRefusalsSaid, lineList(rs[maxRefusalsSaid:]))
+	}
+	fmt.Fprintf(&b, " (the other lines: %d imported, %d already stored; importing the corrected file again skips them)", im.res.Sessions, im.res.Skipped)
+	return errs.Wrap(errs.ErrInvalid, im.op, im.first, b.String())
+}
+
+// lineList is "4, 9, 12" (at most 20 numbers, then "...").
+func lineList(rs []ImportRefusal) string {
+	var b strings.Builder
+	for i, r := range rs {
+		if i == 20 {
+			b.WriteString(", ...")
 			break
 		}
-		line++
-		if err != nil {
-			return res, importErr(op, errs.Wrap(errs.ErrInvalid, op, err, fmt.Sprintf("session %d: not JSON", line)))
+		if i > 0 {
+			b.WriteString(", ")
 		}
-		if d, ok := tok.(json.Delim); !ok || d != '{' {
-			return res, errs.Errorf(errs.ErrInvalid, op, "session %d: expected a JSON object", line)
-		}
-		if err := r.importOne(ctx, op, dec, line, pending, &res); err != nil {
-			return res, importErr(op, err)
-		}
-		if p != nil {
-			p(line, 0)
-		}
+		b.WriteString(strconv.FormatInt(r.Line, 10))
 	}
-	// Re-attach children whose parent arrived later in the file.
-	for child, parent := range pending {
-		err := r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
+	return b.String()
+}
+
+// reattach re-attaches children whose parent arrived later in the file.
+func (im *importer) reattach() error {
+	for child, parent := range im.pending {
+		err := im.r.db.Write(im.ctx, sqlitex.Routine, im.op, func(tx *gorm.DB) error {
 			ok, err := sessionExists(tx, parent)
 			if err != nil || !ok {
 				return err
 			}
-			delete(pending, child)
+			delete(im.pending, child)
 			return tx.Model(&models.Session{}).Where("id = ?", child).Update("parent_session_id", parent).Error
 		})
 		if err != nil {
-			return res, err
+			return err
 		}
 	}
-	res.Detached = int64(len(pending))
-	return res, nil
-}
-
-// importErr replaces whatever error a line over the cap surfaced as (the
-// decoder reports it mid-value) with the cap's own message.
-func importErr(op string, err error) error {
-	var lt *lineTooLong
-	if errors.As(err, &lt) {
-		return errs.Errorf(errs.ErrInvalid, op, "%s", lt.Error())
-	}
-	return err
+	im.res.Detached = int64(len(im.pending))
+	return nil
 }
 
 // importMsg is an exported message: the row plus content as JSON (a
@@ -164,6 +430,11 @@ type importRow struct {
 // session whose id already exists is decoded and discarded message by
 // message without being kept.
 func (r *portRepo) importOne(ctx context.Context, op string, dec *json.Decoder, line int64, pending map[string]string, res *ImportResult) error {
+	if tok, err := dec.Token(); err != nil {
+		return errs.Wrap(errs.ErrInvalid, op, err, fmt.Sprintf("line %d: not JSON: %v", line, err))
+	} else if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return errs.Errorf(errs.ErrInvalid, op, "line %d: expected a JSON object", line)
+	}
 	d := &importSession{r: r, ctx: ctx, op: op, dec: dec, line: line, fields: map[string]json.RawMessage{}}
 	if err := d.read(); err != nil {
 		return err
@@ -207,15 +478,10 @@ type importSession struct {
 	adjusted    int64
 }
 
-// bad is an ErrInvalid error about this session: "session N: what:
-// cause" (what or the cause may be absent). A line over the cap passes
-// through for importErr to word.
+// bad is an ErrInvalid error about this session: "line N: what: cause"
+// (what or the cause may be absent).
 func (d *importSession) bad(err error, what string) error {
-	var lt *lineTooLong
-	if errors.As(err, &lt) {
-		return err
-	}
-	msg := fmt.Sprintf("session %d", d.line)
+	msg := fmt.Sprintf("line %d", d.line)
 	if what != "" {
 		msg += ": " + what
 	}
@@ -584,6 +850,30 @@ func importValues(sessionID string, m *importMsg) ([]any, error) {
 	active := int64(1)
 	if m.Active != nil {
 		active = *m.Active
+	}
+	// The flags the API writes are 0 or 1; Hermes reads them as booleans.
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"active", active}, {"observed", m.Observed}, {"compacted", m.Compacted}, {"_compressed_summary", m.CompressedSummary}} {
+		if f.v != 0 && f.v != 1 {
+			return nil, fmt.Errorf("%s must be 0 or 1, not %d", f.name, f.v)
+		}
+	}
+	// The text columns follow Append's rules: valid UTF-8 within the size
+	// limit.
+	for f, v := range map[string]*string{"tool_name": m.ToolName, "tool_call_id": m.ToolCallID, "finish_reason": m.FinishReason,
+		"reasoning": m.Reasoning, "reasoning_content": m.ReasoningContent, "platform_message_id": m.PlatformMessageID,
+		"api_content": m.APIContent, "display_kind": m.DisplayKind, "effect_disposition": m.EffectDisposition} {
+		if err := checkTextPtr("import", f, v); err != nil {
+			return nil, err
+		}
+	}
+	if dm != nil {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal([]byte(dm.(string)), &obj) != nil {
+			return nil, fmt.Errorf("display_metadata must be a JSON object")
+		}
 	}
 	return []any{sessionID, m.Role, content, m.ToolCallID, tc, m.ToolName, m.EffectDisposition, float64(m.Timestamp), m.TokenCount,
 		m.FinishReason, m.Reasoning, m.ReasoningContent, nullText(m.ReasoningDetails), nullText(m.CodexReasoningItems),

@@ -54,7 +54,7 @@ func TestImportAppliesAPIRules(t *testing.T) {
 		fmt.Sprintf(`{"id": "s2", "source": "cli", "title": %q, "messages": [{"role": "user", "content": "x"}]}`, long) + "\n"
 	res, err = st.Portability().Import(ctx, strings.NewReader(bad), nil)
 	require.ErrorIs(t, err, hs.ErrInvalid)
-	require.Contains(t, err.Error(), "session 2")
+	require.Contains(t, err.Error(), "line 2")
 	require.Contains(t, err.Error(), "title too long")
 	require.EqualValues(t, 1, res.Sessions, "the session before the bad one is stored")
 	_, err = st.Sessions().Get(ctx, "s2")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -88,22 +87,24 @@ func importCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "import FILE",
 		Short: "Import a JSONL export (existing session ids are skipped; missing parents detached; - reads stdin)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Import a JSONL export, one session per line, in ascending message id order
+(an export lists the newest session first; imported in that order the new
+file would grow by a third). Sessions whose id exists are skipped. A line
+the API would refuse is named with its number and reason and imports
+nothing; every other line is imported, and the command exits 2.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			var r io.Reader = os.Stdin
-			if args[0] != "-" {
-				file, err := os.Open(args[0])
-				if err != nil {
-					return fileError("cannot read", args[0], err)
-				}
-				defer file.Close()
-				r = file
+			in, closeIn, err := importInput(args[0])
+			if err != nil {
+				return err
 			}
+			defer closeIn()
 			// An import into a store that does not exist yet creates it;
-			// when the import fails, the new store goes too.
+			// when it imports nothing, the new store goes again.
+			var res repo.ImportResult
 			if newFile := a.missingStoreFile(); newFile != "" {
 				defer func() {
-					if err != nil {
+					if err != nil && res.Sessions == 0 {
 						a.close()
 						for _, p := range []string{newFile, newFile + "-wal", newFile + "-shm", newFile + "-journal"} {
 							_ = os.Remove(p)
@@ -113,23 +114,54 @@ func importCmd(a *app) *cobra.Command {
 			}
 			return a.withStore(creates, func(cmd *cobra.Command, st *hs.Store, _ []string) error {
 				p, done := a.progress("import")
-				res, err := st.Portability().Import(cmd.Context(), bufio.NewReader(r), p)
+				var err error
+				res, err = st.Portability().Import(cmd.Context(), in, p)
 				done()
-				if err != nil {
+				if err != nil && len(res.Refused) == 0 {
 					return err
 				}
-				return a.emit(res, func(w io.Writer) error {
+				if perr := a.emit(res, func(w io.Writer) error {
 					adjusted := ""
 					if res.Adjusted > 0 {
 						adjusted = fmt.Sprintf(", %s set to what the API stores (out-of-range timestamps, titles)", plural(res.Adjusted, "value", ""))
 					}
-					_, err := fmt.Fprintf(w, "imported %s (%s), skipped %d existing, detached %d%s\n",
-						plural(int64(res.Sessions), "session", ""), plural(int64(res.Messages), "message", ""), res.Skipped, res.Detached, adjusted)
+					refused := ""
+					if len(res.Refused) > 0 {
+						refused = fmt.Sprintf(", refused %s", plural(int64(len(res.Refused)), "line", ""))
+					}
+					_, err := fmt.Fprintf(w, "imported %s (%s), skipped %d existing, detached %d%s%s\n",
+						plural(int64(res.Sessions), "session", ""), plural(int64(res.Messages), "message", ""), res.Skipped, res.Detached, adjusted, refused)
 					return err
-				})
+				}); perr != nil {
+					return perr
+				}
+				return err
 			})(cmd, args)
 		},
 	}
+}
+
+// importInput opens the file import reads. Standard input (-) is first
+// copied to a private temporary file (removed when done), so that it too
+// is imported in ascending id order, which needs two reads.
+func importInput(name string) (io.Reader, func(), error) {
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, nil, fileError("cannot read", name, err)
+		}
+		return f, func() { _ = f.Close() }, nil
+	}
+	f, err := os.CreateTemp("", "hermes-state-import-*.jsonl")
+	if err != nil {
+		return nil, nil, fileError("cannot keep standard input in", os.TempDir(), err)
+	}
+	cleanup := func() { _ = f.Close(); _ = os.Remove(f.Name()) }
+	if _, err := io.Copy(f, os.Stdin); err != nil {
+		cleanup()
+		return nil, nil, fileError("cannot keep standard input in", os.TempDir(), err)
+	}
+	return f, cleanup, nil
 }
 
 // missingStoreFile is the SQLite file --db names when it does not exist

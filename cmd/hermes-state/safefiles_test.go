@@ -73,3 +73,25 @@ func writeJSONL(t *testing.T, n, seed int) string {
 	require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o600))
 	return p
 }
+
+// TestCLIFailedImportIntoNewFileKeepsGoodSessions (issue 23 §3): the
+// README says the sessions of an import that stay are kept; into a store
+// the import created, the good sessions are kept too (the new store used
+// to be removed whole), the refused lines are named by number, and the
+// summary says what was imported.
+func TestCLIFailedImportIntoNewFileKeepsGoodSessions(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(t.TempDir(), "in.jsonl")
+	require.NoError(t, os.WriteFile(in, []byte(
+		`{"id":"good","source":"cli","messages":[{"id":5,"role":"user","content":"kept"}]}`+"\n"+
+			`{"id":"bad","source":"cli","messages":[{"id":6,"role":"user","content":"x","observed":9}]}`+"\n"), 0o600))
+	db := filepath.Join(dir, "state.db")
+	stdout, stderr, code := runCLI(t, "--db", db, "import", in)
+	require.Equal(t, 2, code, stderr)
+	require.Contains(t, stderr, "line 2: message 1: observed must be 0 or 1, not 9")
+	require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %s", stderr)
+	require.Contains(t, stdout, "imported 1 session (1 message)")
+	out, err := run(t, "--db", db, "sessions", "list")
+	require.NoError(t, err)
+	require.Contains(t, out, "kept")
+}
