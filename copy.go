@@ -308,7 +308,8 @@ const snapshotPrefix = "hermesstate-snapshot-"
 // OpenSnapshot opens a private copy of the SQLite file at path for reading
 // without touching the file: a consistent snapshot is written with VACUUM
 // INTO (a read of the source) to a temporary file, which is then opened
-// (and migrated to v30, as Open does for every Hermes file). Call the
+// (and migrated to v30, as Open does for every Hermes file); its Location
+// is path, the file the user named. Call the
 // returned cleanup to close the store and remove the copy. Errors:
 // ErrNotFound when there is no file at path, ErrCorrupt when it is not a
 // database, ErrStorage otherwise.
@@ -352,6 +353,7 @@ func OpenSnapshot(ctx context.Context, path string, cfg Config) (*Store, func(),
 		cleanupDir()
 		return nil, nil, err
 	}
+	st.shownAs = path // messages name the user's file, not the private copy
 	return st, func() { _ = st.Close(); cleanupDir() }, nil
 }
 

@@ -52,6 +52,10 @@ type Store struct {
 	// newer is the schema_version of a file newer than v30 (0 otherwise):
 	// such a file is opened read-only.
 	newer int
+
+	// shownAs is what Location says instead of the file's path: the file
+	// a snapshot (OpenSnapshot) was taken of.
+	shownAs string
 }
 
 // Open opens (creating if needed) the state database cfg describes, brings

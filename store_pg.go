@@ -147,6 +147,9 @@ func (s *Store) Location() string {
 	if s.cfg.Driver == DriverPostgres {
 		return pgsql.Redact(s.cfg.DSN) + " schema " + s.cfg.Schema
 	}
+	if s.shownAs != "" {
+		return s.shownAs
+	}
 	return s.cfg.Path
 }
 

@@ -131,3 +131,23 @@ func copyFile(t *testing.T, from, to string) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(to, b, 0o600))
 }
+
+// TestCLICopyNamesTheSource (issue 23 §3): copy says it copied from the
+// file the user named, not from its snapshot's temporary path.
+func TestCLICopyNamesTheSource(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	src := filepath.Join(t.TempDir(), "state.db")
+	_, err := run(t, "--db", src, "demo")
+	require.NoError(t, err)
+	out, err := run(t, "copy", "--from", src, "--to", dsn, "--to-schema", schema)
+	require.NoError(t, err)
+	require.Contains(t, out, "from "+src+" to ")
+	require.NotContains(t, out, "snapshot")
+	require.NotContains(t, out, os.TempDir()+"/hermesstate")
+	dsn2, schema2 := pgtest.Schema(t)
+	out, err = run(t, "--json", "copy", "--from", src, "--to", dsn2, "--to-schema", schema2)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &m))
+	require.Equal(t, src, m["from"])
+}

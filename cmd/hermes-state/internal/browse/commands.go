@@ -1,8 +1,12 @@
 package browse
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +14,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -53,6 +59,7 @@ type (
 	}
 	exportMsg struct {
 		path string
+		same bool // a file with the same content was there: nothing written
 		err  error
 	}
 	titleMsg struct {
@@ -208,9 +215,14 @@ func (m *Model) pageCmd(gen int, id string, req pageReq) tea.Cmd {
 	}
 }
 
-// exportCmd writes one session to ExportDir (Markdown or JSONL) through a
-// private temporary file renamed into place, so a failure leaves nothing
-// half-written under the final name.
+// exportCmd writes one session to ExportDir (Markdown or JSONL) under a
+// private temporary name and links it to its final name, so a failure
+// leaves nothing half-written and no existing file is ever replaced: a
+// file already there with other content (one the user edited, or an
+// export of an older state) is kept and the export takes the next free
+// name (hermes-session-ID-2.md, ...); one with the same content is
+// reported and nothing is written. Errors name the final file, never the
+// temporary one.
 func (m *Model) exportCmd(id string) tea.Cmd {
 	st, dir, format := m.opt.Store, m.opt.ExportDir, m.opt.ExportFormat
 	return func() tea.Msg {
@@ -224,41 +236,118 @@ func (m *Model) exportCmd(id string) tea.Cmd {
 		if err != nil {
 			return exportMsg{err: err}
 		}
-		path := filepath.Join(abs, "hermes-session-"+fileSafe(id)+ext)
-		tmp, err := os.CreateTemp(abs, ".hermes-session-*.tmp")
+		base := filepath.Join(abs, "hermes-session-"+fileSafe(id))
+		path := base + ext
+		safefile.RemoveStale(abs, exportTempPrefix) // what a killed browser left
+		tmp, err := safefile.CreateTemp(abs, exportTempPrefix)
 		if err != nil {
-			return exportMsg{err: err}
+			return exportMsg{err: writeErr(path, err)}
 		}
-		fail := func(err error) tea.Msg {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-			return exportMsg{err: err}
+		defer os.Remove(tmp) // after a link, the final name keeps the file
+		if err := writeExport(ctx, st, tmp, id, format); err != nil {
+			return exportMsg{err: writeErr(path, err)}
 		}
-		p := st.Portability()
-		var n int64
-		if format == "jsonl" {
-			n, err = p.WriteJSONL(ctx, tmp, repo.ExportFilter{}, []string{id}, nil)
-		} else {
-			n, err = p.WriteMarkdown(ctx, tmp, repo.ExportFilter{}, []string{id}, nil)
+		for i := 1; i <= maxExportNames; i++ {
+			if i > 1 {
+				path = fmt.Sprintf("%s-%d%s", base, i, ext)
+			}
+			if _, err := os.Lstat(path); err == nil {
+				if sameContent(tmp, path) {
+					return exportMsg{path: path, same: true}
+				}
+				continue
+			}
+			err := safefile.Publish(tmp, path)
+			if errors.Is(err, fs.ErrExist) {
+				continue // appeared meanwhile
+			}
+			if err != nil {
+				return exportMsg{err: writeErr(path, err)}
+			}
+			return exportMsg{path: path}
 		}
-		if err != nil {
-			return fail(err)
-		}
-		if n != 1 {
-			return fail(fmt.Errorf("session %s was not exported", id))
-		}
-		if err := tmp.Sync(); err != nil {
-			return fail(err)
-		}
-		if err := tmp.Close(); err != nil {
-			return fail(err)
-		}
-		if err := os.Rename(tmp.Name(), path); err != nil {
-			_ = os.Remove(tmp.Name())
-			return exportMsg{err: err}
-		}
-		return exportMsg{path: path}
+		return exportMsg{err: fmt.Errorf("%s and %d more exports of this session exist; move some away", base+ext, maxExportNames-1)}
 	}
+}
+
+// writeExport writes session id to the file tmp.
+func writeExport(ctx context.Context, st *hs.Store, tmp, id, format string) error {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	p := st.Portability()
+	var n int64
+	if format == "jsonl" {
+		n, err = p.WriteJSONL(ctx, f, repo.ExportFilter{}, []string{id}, nil)
+	} else {
+		n, err = p.WriteMarkdown(ctx, f, repo.ExportFilter{}, []string{id}, nil)
+	}
+	if err == nil && n != 1 {
+		err = fmt.Errorf("session %s was not exported", id)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// sameContent reports whether files a and b hold the same bytes (false
+// when either cannot be read).
+func sameContent(a, b string) bool {
+	fa, err := os.Open(a)
+	if err != nil {
+		return false
+	}
+	defer fa.Close()
+	fb, err := os.Open(b)
+	if err != nil {
+		return false
+	}
+	defer fb.Close()
+	sa, ea := fa.Stat()
+	sb, eb := fb.Stat()
+	if ea != nil || eb != nil || sa.Size() != sb.Size() || !sb.Mode().IsRegular() {
+		return false
+	}
+	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		na, erra := io.ReadFull(fa, ba)
+		nb, errb := io.ReadFull(fb, bb)
+		switch {
+		case na != nb || !bytes.Equal(ba[:na], bb[:nb]):
+			return false
+		case erra == io.EOF || erra == io.ErrUnexpectedEOF: // the end of both: the sizes are equal
+			return errb == erra
+		case erra != nil || errb != nil:
+			return false
+		}
+	}
+}
+
+// exportTempPrefix starts the private name an export is written under.
+const exportTempPrefix = ".hermes-session-"
+
+// maxExportNames bounds the numbered names an export tries.
+const maxExportNames = 100
+
+// writeErr says that path could not be written and why, in words that
+// name path only (the cause of an *fs.PathError or *os.LinkError without
+// the temporary name it carries).
+func writeErr(path string, err error) error {
+	cause := err
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		cause = pe.Err
+	case errors.As(err, &le):
+		cause = le.Err
+	}
+	return fmt.Errorf("cannot write %s: %w", path, cause)
 }
 
 // fileSafe maps a session id to a file name part.

@@ -275,7 +275,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.err != nil {
 			m.setStatus("export failed: "+errText(msg.err), true)
 		} else {
-			m.setStatus("exported to "+msg.path, false)
+			if msg.same {
+				m.setStatus("already exported: "+msg.path+" (the same content; nothing written)", false)
+			} else {
+				m.setStatus("exported to "+msg.path, false)
+			}
 		}
 		return m, nil
 	case titleMsg:
