@@ -81,6 +81,10 @@ func TestDoctorUntouchedFixtures(t *testing.T) {
 				}
 				require.True(t, hasInfo(r, "migrations"), "not adopted yet is information: %+v", r.Findings)
 				require.Equal(t, sum, fileSums(t, path), "doctor (full=%v) writes nothing", full)
+				for _, suf := range []string{"-wal", "-shm", "-journal"} {
+					_, err := os.Stat(path + suf)
+					require.True(t, os.IsNotExist(err), "doctor (full=%v) created %s", full, suf)
+				}
 			}
 		})
 	}
@@ -96,12 +100,13 @@ func hasInfo(r *hs.DoctorReport, check string) bool {
 	return false
 }
 
-// fileSums returns the sha256 of path and of each sidecar present beside it
-// (-wal, -shm, -journal), keyed by suffix.
+// fileSums returns the sha256 of path and of its -wal and -journal, those
+// present, keyed by suffix (a -shm is an index SQLite rebuilds from the
+// -wal; readers of a WAL file may have to create it).
 func fileSums(t testing.TB, path string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, suf := range []string{"", "-wal", "-shm", "-journal"} {
+	for _, suf := range []string{"", "-wal", "-journal"} {
 		b, err := os.ReadFile(path + suf)
 		if os.IsNotExist(err) {
 			continue
@@ -136,12 +141,17 @@ func TestJournalModeConfiguration(t *testing.T) {
 	require.NoError(t, err)
 	requireHealthy(t, r)
 	require.False(t, r.JournalExplicit)
-	// Configured wal, file in delete: doctor warns; Open switches it.
+	// No mode configured: a writable open keeps the file's mode (issue 20
+	// §4). Configured wal, file in delete: doctor warns; Open switches it.
+	st, err = hs.Open(ctx, hs.Config{Path: del})
+	require.NoError(t, err)
+	require.Equal(t, "delete", st.JournalMode())
+	require.NoError(t, st.Close())
 	r, err = hs.Doctor(ctx, hs.Config{Path: del, JournalMode: hs.JournalWAL}, hs.DoctorOptions{})
 	require.NoError(t, err)
 	require.True(t, r.Has("journal_mode", ""), "%+v", r.Findings)
 	require.Equal(t, "wal", r.JournalConfigured)
-	st, err = hs.Open(ctx, hs.Config{Path: del})
+	st, err = hs.Open(ctx, hs.Config{Path: del, JournalMode: hs.JournalWAL})
 	require.NoError(t, err)
 	require.Equal(t, "wal", st.JournalMode())
 	require.NoError(t, st.Close())

@@ -488,8 +488,11 @@ func classifyOpenErr(op string, err error, path string) error {
 }
 
 // applyJournalMode enforces the journal-mode rules: refuse WAL on a
-// vulnerable SQLite build, never switch a WAL file back to delete, and
-// retry the switch to WAL on lock errors.
+// vulnerable SQLite build, never switch a WAL file back to delete, retry
+// the switch to WAL on lock errors, and keep the mode of an existing file
+// when none is configured (Hermes keeps DELETE on SQLite < 3.51.3, the
+// WAL-reset bug: switching its file to WAL would put the Hermes process
+// that shares it at risk). A new file gets the default, WAL.
 func (s *Store) applyJournalMode(ctx context.Context) error {
 	const op = "open"
 	w := s.db.W.WithContext(ctx)
@@ -499,6 +502,15 @@ func (s *Store) applyJournalMode(ctx context.Context) error {
 	}
 	cur = strings.ToLower(cur)
 	want := string(s.cfg.JournalMode)
+	if !s.cfg.journalExplicit && cur != "wal" {
+		var pages int64
+		if err := w.Raw("PRAGMA page_count").Scan(&pages).Error; err != nil {
+			return classifyOpenErr(op, err, s.cfg.Path)
+		}
+		if pages > 0 {
+			want = cur // an existing file keeps its mode
+		}
+	}
 	switch {
 	case cur == "wal":
 		if want != "wal" {
@@ -532,7 +544,7 @@ func (s *Store) applyJournalMode(ctx context.Context) error {
 		}
 		return nil
 	default:
-		if !s.cfg.ReadOnly && cur != "delete" {
+		if !s.cfg.ReadOnly && cur != "delete" && s.cfg.journalExplicit {
 			var got string
 			if err := w.Raw("PRAGMA journal_mode=DELETE").Scan(&got).Error; err != nil {
 				return classifyOpenErr(op, err, s.cfg.Path)

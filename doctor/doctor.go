@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"slices"
@@ -206,6 +207,7 @@ type state struct {
 	missingCols  map[string][]schemaref.Column
 	counterRows  int64
 	unadopted    bool             // the file is not adopted yet (baseline step pending)
+	hotJournal   bool             // a hot journal must be rolled back before anything else
 	activeCol    bool             // messages has the active column
 	activity     bool             // the activity table must be rebuilt
 	orphans      map[string]int64 // "table.column" -> rows
@@ -270,9 +272,34 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 	c := &checker{ctx: ctx, db: db, r: r, opts: opts, walHeader: walHeader}
 	defer c.closeWriter()
 	c.run()
+	if r.state.unreadable {
+		// repair refuses a file with page-level damage: every fix it
+		// would otherwise make is recover's.
+		for i := range r.Findings {
+			if r.Findings[i].Fix == FixRepair {
+				r.Findings[i].Fix = FixRecover
+			}
+		}
+	}
 	noteUnwritablePlace(r, opts.Path)
 	sort.SliceStable(r.Findings, func(i, j int) bool { return r.Findings[i].Severity.rank() > r.Findings[j].Severity.rank() })
 	return r, ctx.Err()
+}
+
+// openReadOnly opens path for reading only, as Check does (immutable when
+// it is a WAL file no process has open).
+func openReadOnly(ctx context.Context, path string) (*sql.DB, error) {
+	b := make([]byte, 100)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, errtext.Storage("doctor", err, "cannot open "+path, path)
+	}
+	_, _ = io.ReadFull(f, b)
+	_ = f.Close()
+	h, _ := readHeader(b)
+	_, walErr := os.Stat(path + "-wal")
+	_, shmErr := os.Stat(path + "-shm")
+	return openRead(ctx, path, h.WAL && walErr != nil && shmErr != nil)
 }
 
 // openRead opens the connection every check reads through: SQLite's
@@ -399,7 +426,7 @@ func describeErr(err error) string {
 }
 
 func (c *checker) fatal(what string, err error) {
-	if c.placeFailed(what, err) {
+	if c.hotJournal(err) || c.placeFailed(what, err) {
 		return
 	}
 	c.r.state.unreadable = true
@@ -413,6 +440,20 @@ func (c *checker) readFailed(check, object, what string, err error) {
 		return
 	}
 	c.r.add(check, Error, object, FixRecover, "%s: %s", what, describeErr(err))
+}
+
+// hotJournal reports a hot journal where the file can be written (where it
+// cannot, it is a problem of the place): a write transaction that a
+// process left half-done, which the next write-capable open rolls back.
+// Nothing can be read until then, so doctor stops there.
+func (c *checker) hotJournal(err error) bool {
+	if !sqlitex.IsHotJournal(err) || sqlitex.Place(c.opts.Path) != "" {
+		return false
+	}
+	c.r.state.hotJournal = true
+	c.r.add(CheckFile, Error, c.opts.Path+"-journal", FixRepair,
+		"an interrupted transaction: a process stopped in the middle of a write and left its -journal (the pages as they were before the write) beside the file; every read fails until it is rolled back, which repair (or any command that writes) does, keeping the file's journal mode")
+	return true
 }
 
 // placeFailed reports a failure of what that comes from where the file
@@ -559,7 +600,7 @@ func (c *checker) journal() {
 	if r.JournalMode != r.JournalConfigured && !r.JournalExplicit {
 		// Nobody configured a mode here: the file's mode was chosen by
 		// whoever made it (delete is the advice for network filesystems).
-		r.add(CheckJournal, Info, "", "", "journal mode %s, the file's own (no mode configured; a writable open switches a file to WAL unless journal mode delete is configured, e.g. --journal-mode delete)", r.JournalMode)
+		r.add(CheckJournal, Info, "", "", "journal mode %s, the file's own (no mode configured: a writable open keeps it; --journal-mode wal or delete switches it)", r.JournalMode)
 	} else if r.JournalMode != r.JournalConfigured {
 		fix := FixRepair
 		msg := "the file is in journal mode %s but %s is configured"

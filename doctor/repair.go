@@ -74,7 +74,12 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 	if opts.ChunkRows <= 0 {
 		opts.ChunkRows = 5000
 	}
-	before, err := Check(ctx, Options{Path: opts.Path, JournalMode: opts.JournalMode})
+	// The full integrity_check runs before anything is written: an index
+	// that disagrees with its table is found (quick_check does not compare
+	// index entries with rows), and page-level damage, which quick_check
+	// misses too (pages "never used" when another store's -wal lies beside
+	// the file), stops repair before its first write.
+	before, err := Check(ctx, Options{Path: opts.Path, JournalMode: opts.JournalMode, Full: true})
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +97,22 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 		return rep, errs.Errorf(errs.ErrStorage, "repair", "%s cannot be repaired here: %s; that is where the file lies, not damage to it, and nothing was changed (%s)",
 			opts.Path, why, placeFix(why))
 	}
+	if before.state.hotJournal {
+		rep.Actions = append(rep.Actions, Action{Step: "rollback", Object: opts.Path + "-journal",
+			Detail: "roll back the interrupted transaction its -journal holds (the file keeps its journal mode)"})
+		if opts.DryRun {
+			return rep, nil // nothing else can be read before the rollback
+		}
+		if err := rollbackHotJournal(ctx, opts.Path); err != nil {
+			return rep, err
+		}
+		rest, err := Repair(ctx, opts)
+		if rest != nil {
+			rest.Before = before
+			rest.Actions = append(rep.Actions, rest.Actions...)
+		}
+		return rest, err
+	}
 	if before.state.unreadable {
 		return rep, errs.Errorf(errs.ErrCorrupt, "repair", "%s has page-level damage that repair must not write over; salvage it with `hermes-state recover --from %s --to NEW`", opts.Path, opts.Path)
 	}
@@ -105,7 +126,14 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 		return rep, errs.Errorf(errs.ErrStorage, "repair", "%s cannot be written here (%s), and nothing was changed: run repair where the file can be written (%s)",
 			opts.Path, why, placeFix(why))
 	}
-	db, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: opts.Path, BusyTimeout: 5 * time.Second, Immediate: true}.DSN())
+	var db *sql.DB
+	if opts.DryRun {
+		// A dry run only reads: a writable connection would checkpoint
+		// the -wal into the file, and remove it, when it closes.
+		db, err = openReadOnly(ctx, opts.Path)
+	} else {
+		db, err = sql.Open("sqlite", sqlitex.ConnConfig{Path: opts.Path, BusyTimeout: 5 * time.Second, Immediate: true}.DSN())
+	}
 	if err != nil {
 		return rep, errtext.Storage("repair", err, "cannot open "+opts.Path, opts.Path)
 	}
@@ -121,7 +149,7 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 	}
 	if !opts.DryRun {
 		db.Close()
-		after, err := Check(ctx, Options{Path: opts.Path, JournalMode: opts.JournalMode})
+		after, err := Check(ctx, Options{Path: opts.Path, JournalMode: opts.JournalMode, Full: true})
 		if err != nil {
 			return rep, err
 		}
@@ -801,4 +829,23 @@ func sortedKeys[V any](m map[string]V) []string {
 		}
 	}
 	return out
+}
+
+// rollbackHotJournal opens path with a write-capable connection and reads
+// it, which makes SQLite roll the hot journal back (the journal mode in the
+// file header is left as it is).
+func rollbackHotJournal(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: path, BusyTimeout: 5 * time.Second}.DSN())
+	if err != nil {
+		return errtext.Storage("repair", err, "cannot open "+path, path)
+	}
+	defer db.Close()
+	var n int64
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
+		if sqlitex.IsLock(err) {
+			return errs.Wrap(errs.ErrBusy, "repair", err, path+" is locked by another process")
+		}
+		return errtext.Storage("repair", err, "rolling back the interrupted transaction of "+path+" failed", path)
+	}
+	return nil
 }

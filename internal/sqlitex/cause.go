@@ -8,6 +8,19 @@ import (
 	"syscall"
 )
 
+// codeReadOnlyRollback is SQLITE_READONLY_ROLLBACK: a read-only connection
+// met a hot journal, which only a writer can roll back.
+const codeReadOnlyRollback = 776
+
+// IsHotJournal reports whether err is SQLITE_READONLY_ROLLBACK: the file
+// has a hot journal (a write transaction interrupted before it committed)
+// that must be rolled back before the file can be read, which needs a
+// write-capable connection.
+func IsHotJournal(err error) bool {
+	c, ok := Code(err)
+	return ok && c == codeReadOnlyRollback
+}
+
 // More primary result codes (https://sqlite.org/rescode.html), for Cause.
 const (
 	codePerm     = 3
@@ -65,7 +78,7 @@ func codeCause(c int) string {
 		what := map[int]string{
 			264:  ": it needs recovery, which needs write access",
 			520:  ": the shared-memory file (-shm) is read-only",
-			776:  ": a hot journal must be rolled back, which needs write access",
+			776:  ": an interrupted transaction (a process stopped in the middle of a write and left a hot -journal beside the file) must be rolled back first, which needs write access: run `hermes-state repair` where the file can be written",
 			1032: ": the file was moved or deleted while in use",
 			1288: ": the shared-memory file (-shm) cannot be initialised",
 			1544: ": its directory cannot be written",
@@ -159,11 +172,15 @@ func Place(path string) string {
 // SQLite file path, is a failure of where the file lies rather than damage
 // to it (a full disk, a read-only file system, no permission, a -shm that
 // cannot be made or grown, no memory), and says why (Explain). A disk I/O
-// error counts only when it is about the -shm or the place shows a cause.
+// error counts only when it is about the -shm or the place shows a cause;
+// a hot journal only where the file cannot be written.
 func PlaceFailure(err error, path string) (string, bool) {
 	c, ok := Code(err)
 	if !ok {
 		return "", false
+	}
+	if c == codeReadOnlyRollback && Place(path) == "" {
+		return "", false // a hot journal where the file can be written: see IsHotJournal
 	}
 	switch c & 0xff {
 	case codeFull, codeReadOnly, codeCantOpen, codePerm, codeNoMem:
