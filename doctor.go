@@ -6,6 +6,7 @@ import (
 	"github.com/hermesstate/hermesstate/internal/errs"
 
 	"github.com/hermesstate/hermesstate/doctor"
+	"github.com/hermesstate/hermesstate/repo"
 )
 
 // Health reports, repair and salvage (`hermes-state doctor`, `repair`,
@@ -62,6 +63,30 @@ func (s *Store) Doctor(ctx context.Context, opts DoctorOptions) (*DoctorReport, 
 			Message: "a write of this store met a damaged database file; the store refuses writes until it is reopened"}}, r.Findings...)
 	}
 	return r, nil
+}
+
+// CheckFTS checks every full-text index of the store cfg names without
+// changing it: on SQLite, FTS5 'integrity-check' of each FTS table (an
+// external-content one compared with its content) in a rolled-back
+// transaction, with no migration and no journal-mode switch (a trigram
+// index SQLite before 3.45 wrote is recognised as consistent), and the CJK
+// posting index against the messages; on PostgreSQL, the search objects
+// through a read-only store. It returns one result per index, and an error
+// wrapping ErrNotFound when there is no store, ErrStorage when the file
+// cannot be read (or a hot journal must be rolled back first), ErrCorrupt
+// when its schema cannot be read.
+func CheckFTS(ctx context.Context, cfg Config) ([]repo.FTSCheck, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Driver == DriverPostgres {
+		cfg.ReadOnly = true
+		st, err := Open(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		defer st.Close()
+		return st.Search().Check(ctx)
+	}
+	return doctor.CheckIndexes(ctx, cfg.Path)
 }
 
 // RepairOptions configures Repair.

@@ -112,10 +112,16 @@ type Options struct {
 	JournalMode string
 	// WALWarnBytes is the WAL size above which doctor warns; default 64 MiB.
 	WALWarnBytes int64
+	// ftsOnly runs the checks CheckIndexes needs: the schema and the FTS
+	// indexes (no integrity_check of every page).
+	ftsOnly bool
 }
 
 // Report is what Check found.
 type Report struct {
+	// objects are the schema objects by type and name (CheckIndexes).
+	objects map[string]map[string]string
+
 	Path              string `json:"path"`
 	Full              bool   `json:"full"`
 	SQLiteVersion     string `json:"sqlite_version"`
@@ -525,6 +531,13 @@ func (c *checker) run() {
 	c.pragmaInt("freelist_count", &r.FreelistCount)
 	if r.PageCount > 0 {
 		r.FreelistRatio = float64(r.FreelistCount) / float64(r.PageCount)
+	}
+	if c.opts.ftsOnly {
+		if c.loadSchema() {
+			c.r.objects = c.objects
+			c.fts()
+		}
+		return
 	}
 	c.journal()
 	c.space()

@@ -16,9 +16,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hermesstate/hermesstate/internal/errs"
 	hfts "github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/internal/schemaref"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
+	"github.com/hermesstate/hermesstate/repo"
 )
 
 // FTS layouts of Hermes files.
@@ -655,4 +657,60 @@ func (c *checker) olderTrigramIndexes() {
 		c.r.add(CheckFTS, Info, name, "", "%s was written by a SQLite before 3.45 (Hermes writes with 3.40.1), whose trigram tokenizer stopped at U+0000: %d rows hold it (multimodal messages start with it) and are indexed up to it, which this SQLite (%s) calls a mismatch; checked: the index is exactly what that SQLite wrote",
 			name, n, c.r.SQLiteVersion)
 	}
+}
+
+// CheckIndexes runs FTS5 'integrity-check' on every FTS table of the SQLite
+// file path (an external-content one compared with its content, rank 1),
+// recognises trigram indexes SQLite before 3.45 wrote, and checks
+// hermesstate's CJK posting index, without changing the file: no
+// migration, no journal-mode switch, the FTS5 commands in a rolled-back
+// transaction. It returns one result per index, and an error wrapping
+// errs.ErrNotFound when there is no store, errs.ErrStorage when the file
+// cannot be read, errs.ErrCorrupt when its schema cannot be read.
+func CheckIndexes(ctx context.Context, path string) ([]repo.FTSCheck, error) {
+	r, err := Check(ctx, Options{Path: path, Full: true, ftsOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	if r.state.hotJournal || r.state.place != "" || r.objects == nil {
+		var msgs []string
+		for _, f := range r.Problems() {
+			msgs = append(msgs, f.Message)
+		}
+		kind := errs.ErrCorrupt
+		if r.state.hotJournal || r.state.place != "" {
+			kind = errs.ErrStorage
+		}
+		return nil, errs.Errorf(kind, "fts check", "%s cannot be checked: %s", path, strings.Join(msgs, "; "))
+	}
+	var out []repo.FTSCheck
+	for _, name := range r.FTSTables {
+		c := repo.FTSCheck{Table: name, OK: true}
+		if t := r.state.ftsByName[name]; strings.Contains(t.Tokenize, cjkTokenizer) {
+			continue // Hermes' native tokenizer: not loadable here
+		}
+		var why []string
+		for _, f := range r.Problems() {
+			if f.Check == CheckFTS && (f.Object == name || strings.HasPrefix(f.Object, name+"_")) {
+				why = append(why, f.Message)
+			}
+		}
+		if reason, bad := r.state.badFTS[name]; bad && len(why) == 0 {
+			why = append(why, reason)
+		}
+		if len(why) > 0 {
+			c.OK, c.Detail = false, strings.Join(why, "; ")
+		}
+		out = append(out, c)
+	}
+	if r.objects["table"][hfts.CJKIndexTable] != "" || r.state.cjkReset {
+		c := repo.FTSCheck{Table: hfts.CJKIndexTable, OK: !r.state.cjkReset}
+		for _, f := range r.Problems() {
+			if f.Object == hfts.CJKIndexTable {
+				c.Detail = f.Message
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }

@@ -64,10 +64,19 @@ func politePause(ctx context.Context, cost float64) {
 func ftsCheckCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "check",
-		Short: "Run FTS5 integrity-check on every index and verify the CJK index",
-		Args:  cobra.NoArgs,
-		RunE: a.withStore(writes, func(cmd *cobra.Command, st *hs.Store, _ []string) error {
-			res, err := st.Search().Check(cmd.Context())
+		Short: "Run FTS5 integrity-check on every index and verify the CJK index, without changing the file",
+		Long: `check runs FTS5 integrity-check on every full-text index (an external-content one
+against its content) and verifies hermesstate's CJK index. It changes nothing: no
+adoption, no journal-mode switch; SQLite runs integrity-check as a write, so it runs
+in a transaction that is rolled back. A trigram index that SQLite before 3.45 wrote
+(Hermes writes with 3.40.1; that tokenizer stopped at U+0000) is reported ok when it
+is exactly what that SQLite produced.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.checkFlags(); err != nil {
+				return err
+			}
+			res, err := hs.CheckFTS(cmd.Context(), a.config())
 			if err != nil {
 				return err
 			}
@@ -93,6 +102,6 @@ func ftsCheckCmd(a *app) *cobra.Command {
 				return errors.New(plural(int64(bad), "index", "indexes") + " failed the integrity check; run `hermes-state fts rebuild`")
 			}
 			return nil
-		}),
+		},
 	}
 }
