@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	hs "github.com/hermesstate/hermesstate"
@@ -40,7 +41,7 @@ func SessionURI(id string) string { return URIScheme + "://" + url.PathEscape(id
 func (s *server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (res *mcp.ReadResourceResult, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			res, err = nil, fmt.Errorf("internal error: %v", r)
+			res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error: %v", r)}
 		}
 	}()
 	uri := req.Params.URI
@@ -57,13 +58,24 @@ func (s *server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	if err != nil {
-		return nil, toolError(err)
+		return nil, resourceError(err)
 	}
 	text, err := s.sessionMarkdown(ctx, id)
 	if err != nil {
-		return nil, toolError(err)
+		return nil, resourceError(err)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/markdown", Text: text}}}, nil
+}
+
+// resourceError is the JSON-RPC error of a failed resource read: the
+// CLI's one-line message, with -32602 (invalid params) for a refused id
+// and -32603 (internal error) for a failure of the store.
+func resourceError(err error) error {
+	code := int64(jsonrpc.CodeInternalError)
+	if errors.Is(err, hs.ErrInvalid) {
+		code = jsonrpc.CodeInvalidParams
+	}
+	return &jsonrpc.Error{Code: code, Message: toolError(err).Error()}
 }
 
 // sessionMarkdown renders a session's metadata and conversation, at most

@@ -1,9 +1,12 @@
 package mcpserver
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"net"
 	"net/http"
 	"strings"
@@ -15,11 +18,23 @@ import (
 )
 
 // ServeStdio serves srv on standard input and output until the client
-// closes the connection or ctx ends. It returns nil when the client hung
-// up or ctx was cancelled, else the transport's error.
+// closes the connection or ctx ends (see ServeIO).
 func ServeStdio(ctx context.Context, srv *mcp.Server) error {
-	err := srv.Run(ctx, &mcp.StdioTransport{})
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
+	return ServeIO(ctx, srv, os.Stdin, os.Stdout)
+}
+
+// ServeIO serves srv over newline-delimited JSON-RPC read from r and
+// written to w, as the stdio transport does, until r ends or ctx does. A
+// frame the SDK's transport would stop on (not JSON, a batch, not a
+// JSON-RPC 2.0 message) is answered here with JSON-RPC's parse error
+// (-32700) or invalid request (-32600) and the server goes on serving
+// (frames.go). It returns nil when the client hung up or ctx was
+// cancelled, else the transport's error.
+func ServeIO(ctx context.Context, srv *mcp.Server, r io.Reader, w io.Writer) error {
+	out := &lockedWriter{w: w}
+	in := &frameFilter{src: bufio.NewReaderSize(r, 64<<10), out: out, max: mcp.DefaultMaxLineLength}
+	err := srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) {
 		return nil
 	}
 	return err
@@ -83,3 +98,4 @@ func ServeHTTP(ctx context.Context, srv *mcp.Server, addr string, ready func(net
 		return nil
 	}
 }
+
