@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -98,4 +98,3 @@ func ServeHTTP(ctx context.Context, srv *mcp.Server, addr string, ready func(net
 		return nil
 	}
 }
-
