@@ -24,6 +24,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/hermesstate/hermesstate/internal/asis"
 	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/errtext"
 	"github.com/hermesstate/hermesstate/internal/safefile"
@@ -349,7 +350,11 @@ func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
 	if err := sqlitex.CheckStoreFile(op, path); err != nil {
 		return err
 	}
-	g, immutable, err := openReadOnlyPool(ctx, path, cfg.ReadBusyTimeout, cfg.ReadCacheKiB)
+	g, immutable, err := openReadOnlyPool(ctx, path, cfg.ReadBusyTimeout, cfg.ReadCacheKiB, nil)
+	if err != nil {
+		return err
+	}
+	g, asIs, err := s.presentAsV30(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -367,7 +372,7 @@ func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
 		reason = fmt.Sprintf("%s has Hermes schema version %d, newer than %d, the newest this hermes-state knows: it is opened read-only and writes are refused (upgrade hermes-state to write to it)",
 			path, s.newer, migrations.HermesSchemaVersion)
 	}
-	s.db = &repo.DB{W: g, R: g, Dialect: repo.SQLite, Path: path, Log: cfg.Logger, ReadOnly: reason}
+	s.db = &repo.DB{W: g, R: g, Dialect: repo.SQLite, Path: path, Log: cfg.Logger, ReadOnly: reason, AsIs: asIs}
 	w := g.WithContext(ctx)
 	if err := w.Raw("SELECT sqlite_version()").Scan(&s.version).Error; err != nil {
 		return classifyOpenErr(op, err, path)
@@ -401,20 +406,79 @@ func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
 	return nil
 }
 
-// openReadOnlyPool opens path with mode=ro and reads its schema once. When
-// that fails with SQLITE_CANTOPEN because the file is in WAL mode where no
-// -shm can be made (sqlitex.ReadOnlyPlace), it opens it again as immutable
-// (immutable true).
-func openReadOnlyPool(ctx context.Context, path string, busy time.Duration, cacheKiB int) (*gorm.DB, bool, error) {
+// presentAsV30 reopens the read-only pool g of a Hermes file older than
+// v30 (one not upgraded yet) so that every connection sees the file in the
+// v30 shape: TEMP views named like the v30 tables over the file's own
+// tables (package asis). The file is read as it is; nothing is written to
+// it or beside it. It returns the pool to use and the file's schema
+// version when the views are in place (0 for a file already in the v30
+// shape, or a newer one, which is read with its own tables).
+func (s *Store) presentAsV30(ctx context.Context, g *gorm.DB) (*gorm.DB, int, error) {
+	const op = "open"
+	path := s.cfg.Path
+	fv, err := migrations.FileVersion(g.WithContext(ctx))
+	if err != nil {
+		return nil, 0, classifyOpenErr(op, err, path)
+	}
+	if fv > migrations.HermesSchemaVersion {
+		return g, 0, nil
+	}
+	sqlDB, err := g.DB()
+	if err != nil {
+		return nil, 0, errs.Wrap(ErrStorage, op, err, "")
+	}
+	shims, err := asis.Shims(ctx, sqlDB)
+	if err != nil {
+		return nil, 0, classifyOpenErr(op, err, path)
+	}
+	if len(shims) == 0 {
+		return g, 0, nil
+	}
+	if err := sqlDB.Close(); err != nil {
+		return nil, 0, errs.Wrap(ErrStorage, op, err, "")
+	}
+	g, _, err = openReadOnlyPool(ctx, path, s.cfg.ReadBusyTimeout, s.cfg.ReadCacheKiB, shims)
+	if err != nil {
+		return nil, 0, err
+	}
+	if fv < 1 {
+		fv = 1
+	}
+	return g, fv, nil
+}
+
+// openReadOnlyPool opens path for reading and reads its schema once. Where
+// nothing lies beside the file and this process may write it and its
+// directory (asis.LeavesNothing), the connections open it for reading and
+// writing with PRAGMA query_only (set after init): SQLite then removes the
+// -wal and -shm it makes for a WAL-mode file when the pool closes, as
+// Hermes' readers do, and the file's place looks as it did. Otherwise they
+// use mode=ro (the file is never opened for writing; side files SQLite
+// makes stay). When a mode=ro open fails because the file is in WAL mode
+// where no -shm can be made (sqlitex.ReadOnlyPlace: SQLITE_CANTOPEN, or
+// SQLITE_READONLY for a user who may not write the directory), it opens it
+// again as immutable (immutable true). Every connection of the pool runs
+// init first (see asis.OpenDB).
+func openReadOnlyPool(ctx context.Context, path string, busy time.Duration, cacheKiB int, init []string) (*gorm.DB, bool, error) {
 	const op = "open"
 	open := func(immutable bool) (*gorm.DB, error) {
-		dsn, err := sqlitex.ConnConfig{Path: path, BusyTimeout: busy, ForeignKeys: true, ReadOnly: true, Immutable: immutable,
+		rw := !immutable && asis.LeavesNothing(path)
+		dsn, err := sqlitex.ConnConfig{Path: path, BusyTimeout: busy, ForeignKeys: true, ReadOnly: !rw, Immutable: immutable,
 			CacheSizeKiB: cacheKiB}.URI()
 		if err != nil {
 			return nil, errtext.Storage(op, err, "cannot open "+path, path)
 		}
-		g, err := gorm.Open(sqlite.Open(dsn), gormConfig())
+		stmts := init
+		if rw {
+			stmts = append(append([]string{}, init...), "PRAGMA query_only = 1")
+		}
+		pool, err := asis.OpenDB(sqlite.DriverName, dsn, stmts)
 		if err != nil {
+			return nil, err
+		}
+		g, err := gorm.Open(&sqlite.Dialector{DriverName: sqlite.DriverName, Conn: pool}, gormConfig())
+		if err != nil {
+			_ = pool.Close()
 			return nil, err
 		}
 		_, err = sqlitex.Retry(ctx, readLockBudget, func() error {
@@ -435,7 +499,7 @@ func openReadOnlyPool(ctx context.Context, path string, busy time.Duration, cach
 	if ctx.Err() != nil {
 		return nil, false, ctx.Err()
 	}
-	if !sqlitex.IsCantOpen(err) {
+	if !sqlitex.IsCantOpen(err) && !sqlitex.IsReadOnly(err) {
 		return nil, false, classifyOpenErr(op, err, path)
 	}
 	immutable, perr := sqlitex.ReadOnlyPlace(path)

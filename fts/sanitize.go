@@ -63,12 +63,52 @@ func CountCJK(s string) int {
 //
 // It never fails; an empty result means "nothing to search". Invalid UTF-8
 // is first replaced by U+FFFD.
-func Sanitize(query string) string {
+func Sanitize(query string) string { return sanitize(query, current) }
+
+// rules are the steps of one generation of Hermes' sanitizer.
+type rules struct {
+	cap       bool   // cut to MaxQueryChars (v18 on)
+	hold      bool   // keep balanced "…" phrases (v6 on); before, every '"' is special
+	special   string // characters that become spaces ('"' aside)
+	percent   bool   // '%' becomes a space in text without CJK (after v21)
+	quote     bool   // wrap joined words in quotes (v6 on)
+	underline bool   // '_' joins words too (v10 on)
+}
+
+// current is the sanitizer of schema v30.
+var current = rules{cap: true, hold: true, special: specialChars, percent: true, quote: true, underline: true}
+
+// SanitizeVersion applies the query sanitizer of the Hermes version that
+// wrote a file of schema version v (what that Hermes reported as
+// "sanitized"), and reports whether that version had one: v1 passed the
+// query to FTS5 as typed (ok false, the query returned unchanged). v2-v4
+// strip every '"' and the characters + { } ( ) ^, collapse '*' and drop
+// dangling AND/OR/NOT; v6 keeps balanced phrases and quotes words joined by
+// '.' or '-'; v10 also by '_'; v14 strips ':'; v18 cuts the query to
+// MaxQueryChars; versions after v21 (and 0, an unknown one) are Sanitize.
+func SanitizeVersion(query string, v int) (string, bool) {
+	switch {
+	case v == 1:
+		return query, false
+	case v <= 0 || v > 21:
+		return sanitize(query, current), true
+	}
+	r := rules{cap: v >= 18, hold: v >= 6, special: "+{}()^", quote: v >= 6, underline: v >= 10}
+	if !r.hold {
+		r.special += `"`
+	}
+	if v >= 14 {
+		r.special += ":"
+	}
+	return sanitize(query, r), true
+}
+
+func sanitize(query string, rl rules) string {
 	if !utf8.ValidString(query) {
 		query = strings.ToValidUTF8(query, "\uFFFD")
 	}
 	// 1. Cap.
-	if utf8.RuneCountInString(query) > MaxQueryChars {
+	if rl.cap && utf8.RuneCountInString(query) > MaxQueryChars {
 		n := 0
 		for i := range query {
 			if n == MaxQueryChars {
@@ -83,7 +123,7 @@ func Sanitize(query string) string {
 	var b strings.Builder
 	for i := 0; i < len(query); {
 		c := query[i]
-		if c == '"' {
+		if c == '"' && rl.hold {
 			if j := strings.IndexByte(query[i+1:], '"'); j >= 0 {
 				held = append(held, query[i:i+1+j+1])
 				b.WriteString("\x00Q" + strconv.Itoa(len(held)-1) + "\x00")
@@ -100,12 +140,12 @@ func Sanitize(query string) string {
 	s := b.String()
 	// 3. Special characters.
 	s = strings.Map(func(r rune) rune {
-		if strings.ContainsRune(specialChars, r) {
+		if strings.ContainsRune(rl.special, r) {
 			return ' '
 		}
 		return r
 	}, s)
-	if strings.Contains(s, "%") && !ContainsCJK(s) {
+	if rl.percent && strings.Contains(s, "%") && !ContainsCJK(s) {
 		s = strings.ReplaceAll(s, "%", " ")
 	}
 	// 4. Stars.
@@ -114,7 +154,9 @@ func Sanitize(query string) string {
 	s = dropLeadingOperator(querytext.Strip(s))
 	s = dropTrailingOperator(querytext.Strip(s))
 	// 6. Quote joined words.
-	s = quoteJoined(s)
+	if rl.quote {
+		s = quoteJoined(s, rl.underline)
+	}
 	// 7. Restore phrases.
 	for i, q := range held {
 		s = strings.ReplaceAll(s, "\x00Q"+strconv.Itoa(i)+"\x00", q)
@@ -176,11 +218,11 @@ func dropTrailingOperator(s string) string {
 }
 
 // quoteJoined wraps every match of Python's \b(\w+(?:[._-]\w+)+)\b in
-// double quotes. A maximal word run followed by '.' or '-' and another word
+// double quotes (\b(\w+(?:[.-]\w+)+)\b without underline). A maximal word run followed by '.' or '-' and another word
 // run starts a chain that extends over further "[.-]run" links; a run on its
 // own matches when it has an inner '_' (one with a word character on both
 // sides).
-func quoteJoined(s string) string {
+func quoteJoined(s string, underline bool) string {
 	rs := []rune(s)
 	n := len(rs)
 	var b strings.Builder
@@ -198,7 +240,7 @@ func quoteJoined(s string) string {
 			end = runEnd(rs, end+1)
 			chained = true
 		}
-		if !chained {
+		if !chained && underline {
 			chained = innerUnderscore(rs[start:end])
 		}
 		if chained {

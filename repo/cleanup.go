@@ -3,11 +3,13 @@ package repo
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -409,7 +411,7 @@ func (r *cleanupRepo) Backup(ctx context.Context, path string) error {
 		}
 	}()
 	_, err = sqlitex.Retry(ctx, r.db.budget(sqlitex.Routine), func() error {
-		return r.db.W.WithContext(ctx).Exec("VACUUM INTO ?", tmp).Error
+		return vacuumInto(ctx, r.db.W, tmp)
 	})
 	if err != nil {
 		return mapErr(op, err)
@@ -433,6 +435,69 @@ func (r *cleanupRepo) Backup(ctx context.Context, path string) error {
 // quick_check: its FTS5 part would report the source's own index
 // inconsistencies, e.g. the trigram indexes of old Hermes files, which the
 // copy carries faithfully.)
+// vacuumInto writes a snapshot of the main database of g to path (VACUUM
+// INTO) on one connection. A read-only store's connection may carry PRAGMA
+// query_only (it opened the file for writing so that SQLite removes the
+// side files it makes, see the root's openReadOnlyPool), which refuses
+// VACUUM INTO although it only reads the database, and TEMP views named
+// like the tables (an older Hermes file read as it is, package asis),
+// which VACUUM's own CREATE INDEX statements would resolve to: both are
+// lifted on that connection, which is then closed rather than reused.
+func vacuumInto(ctx context.Context, g *gorm.DB, path string) error {
+	pool, err := g.DB()
+	if err != nil {
+		return err
+	}
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var qo int
+	if err := conn.QueryRowContext(ctx, "PRAGMA query_only").Scan(&qo); err != nil {
+		return err
+	}
+	views, err := tempViews(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if qo != 0 || len(views) > 0 {
+		// Never hand this connection to another user: it lost its
+		// query_only or its views.
+		defer func() { _ = conn.Raw(func(any) error { return driver.ErrBadConn }) }()
+	}
+	if qo != 0 {
+		if _, err := conn.ExecContext(ctx, "PRAGMA query_only = 0"); err != nil {
+			return err
+		}
+	}
+	for _, v := range views {
+		if _, err := conn.ExecContext(ctx, `DROP VIEW temp."`+strings.ReplaceAll(v, `"`, `""`)+`"`); err != nil {
+			return err
+		}
+	}
+	_, err = conn.ExecContext(ctx, "VACUUM INTO ?", path)
+	return err
+}
+
+// tempViews lists the TEMP views of conn.
+func tempViews(ctx context.Context, conn *sql.Conn) ([]string, error) {
+	rows, err := conn.QueryContext(ctx, "SELECT name FROM sqlite_temp_master WHERE type = 'view'")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out = append(out, name)
+	}
+	return out, rows.Err()
+}
+
 func checkBackup(ctx context.Context, path string) error {
 	if !safefile.CompleteSQLite(path) {
 		return errors.New("the file is shorter than its header says")

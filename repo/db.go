@@ -57,6 +57,11 @@ type DB struct {
 	// failed because a table or column is missing (a read-only store on a
 	// file that was not upgraded yet): it says which command upgrades it.
 	SchemaHint string
+	// AsIs is the Hermes schema version of a file older than v30 read as
+	// it is (a read-only store; TEMP views present its tables in the v30
+	// shape, package asis), 0 otherwise. Reads answer as that version of
+	// Hermes did where its rules differ (search, listing, replay).
+	AsIs int
 
 	writes atomic.Int64
 	closed atomic.Bool

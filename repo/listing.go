@@ -392,6 +392,13 @@ func (r *listingRepo) Rich(ctx context.Context, opt RichOptions) ([]RichSession,
 		return nil, err
 	}
 	d := r.db
+	if d.AsIs > 0 && d.AsIs < 6 {
+		// Hermes v4 (list_sessions_rich came in v4) listed every session,
+		// delegate runs and compression continuations included, each as
+		// itself; v6 began hiding children and projecting roots onto
+		// their tips.
+		opt.IncludeChildren, opt.NoProjectCompressionTips = true, true
+	}
 	f := d.sessionFilter(!opt.IncludeChildren, opt.Source, opt.Sources, opt.ExcludeSources, opt.SessionKey, opt.CwdPrefix,
 		opt.MinMessageCount, opt.ArchivedOnly, opt.IncludeArchived)
 	if !opt.IncludeHidden && !opt.ArchivedOnly {

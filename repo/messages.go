@@ -577,6 +577,11 @@ func (r *messageRepo) Conversation(ctx context.Context, sessionID string, opt Co
 	if err := checkID(op, sessionID); err != nil {
 		return nil, err
 	}
+	if r.db.AsIs > 0 && r.db.AsIs < 10 {
+		// Hermes before v10 replayed text as stored: it had no context
+		// scrubber.
+		opt.KeepMemoryContext = true
+	}
 	if opt.IncludeAncestors || opt.IncludeInactive || opt.IncludeCompacted {
 		return conversationWith(ctx, r.db, op, sessionID, opt)
 	}

@@ -263,7 +263,9 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 	if strings.TrimSpace(query) == "" {
 		return res, nil
 	}
-	res.Sanitized = fts.Sanitize(query)
+	rules := rulesOf(r.db)
+	var raw bool
+	res.Sanitized, raw = rules.sanitize(query)
 	if res.Sanitized == "" {
 		return res, nil
 	}
@@ -271,6 +273,9 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 		return res, errs.Errorf(errs.ErrInvalid, op, "the query has %d terms; at most %d are allowed: shorten it", n, MaxQueryTerms)
 	}
 	f := ftsql.Filters{IncludeInactive: opt.IncludeInactive, Sources: opt.Sources, ExcludeSources: opt.ExcludeSources, Roles: opt.Roles}
+	if f.Sources == nil {
+		f.Sources = rules.defaultSources()
+	}
 	if r.db.Dialect == Postgres {
 		return Read(ctx, r.db, op, func(tx *gorm.DB) (SearchResult, error) {
 			res := res
@@ -306,15 +311,26 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 	out, err := Read(ctx, r.db, op, func(tx *gorm.DB) (SearchResult, error) {
 		res := res
 		var err error
-		res.Route, res.Hits, res.Plan, err = r.route(tx, res.Sanitized, opt, f, st, explain)
+		res.Route, res.Hits, res.Plan, err = r.route(tx, rules, res.Sanitized, opt, f, st, explain)
 		if err != nil {
-			return res, err
+			if !isFTSErr(err) {
+				return res, err
+			}
+			if raw {
+				return res, errRawSyntax(err)
+			}
+			// The query's own syntax error: Hermes answers no hits.
+			res.Route, res.Hits = RouteSyntaxError, []SearchHit{}
+			return res, nil
 		}
 		switch res.Route {
 		case RouteWord, RouteWordRetry, RouteTrigram:
 			if err := boundSnippets(tx, SQLite, res.Hits, res.Sanitized); err != nil {
 				return res, err
 			}
+		}
+		if rules.contextByID() {
+			return res, attachContextByID(tx, res.Hits)
 		}
 		if err := attachContext(tx, res.Hits); err != nil {
 			return res, err
@@ -491,7 +507,7 @@ func explainPostgres(tx *gorm.DB, q ftsql.Query) []string {
 
 // route follows Hermes' search_messages routing (schema v30), with the
 // CJK substring scan served by hermesstate's CJK index when present.
-func (r *searchRepo) route(tx *gorm.DB, q string, opt SearchOptions, f ftsql.Filters, st searchState, explain bool) (Route, []SearchHit, []string, error) {
+func (r *searchRepo) route(tx *gorm.DB, rules searchRules, q string, opt SearchOptions, f ftsql.Filters, st searchState, explain bool) (Route, []SearchHit, []string, error) {
 	rn := &runner{tx: tx, explain: explain}
 	limit, offset := opt.Limit, opt.Offset
 	like := func(route Route) (Route, []SearchHit, []string, error) {
@@ -505,7 +521,7 @@ func (r *searchRepo) route(tx *gorm.DB, q string, opt SearchOptions, f ftsql.Fil
 		}
 		return route, hits, rn.plan, nil
 	}
-	if f.WantsTool() {
+	if f.WantsTool() && rules.toolLike() {
 		return like(RouteToolLike)
 	}
 	if st.stale {
@@ -516,22 +532,35 @@ func (r *searchRepo) route(tx *gorm.DB, q string, opt SearchOptions, f ftsql.Fil
 	}
 	var hits []SearchHit
 	var route Route
-	isCJK := fts.ContainsCJK(q)
-	if isCJK {
+	isCJK := fts.ContainsCJK(q) && rules.cjkRouting()
+	switch {
+	case isCJK && rules.current():
 		var err error
 		route, hits, err = r.searchCJK(rn, q, opt, f, st)
 		if err != nil {
 			return route, nil, nil, err
 		}
-	} else {
+	case isCJK:
+		var err error
+		route, hits, err = r.searchCJKAt(rn, rules, q, opt, f, st)
+		if err != nil {
+			return route, nil, nil, err
+		}
+	default:
 		route = RouteWord
 		var err error
 		hits, err = rn.rows(ftsql.MatchContextQuery(ftsql.WordTable, q, opt.Sort, limit, offset, f))
-		if err != nil {
-			if isFTSErr(err) {
-				return RouteSyntaxError, []SearchHit{}, rn.plan, nil
-			}
+		if err != nil && !isFTSErr(err) {
 			return route, nil, nil, err
+		}
+		if rules.cjkFallback() && fts.ContainsCJK(q) && (err != nil || len(hits) == 0) {
+			// Hermes v6-v9: a CJK query the word index did not answer
+			// scans content for the query as typed.
+			hits, err = rn.rows(ftsql.ContentLikeQuery(ftsql.StripQuotes(q), limit, offset, f))
+			return RouteCJKLike, hits, rn.plan, unwrapFTS(err)
+		}
+		if err != nil {
+			return RouteSyntaxError, []SearchHit{}, rn.plan, err
 		}
 	}
 	// Top up from rows a pending rebuild has not indexed yet.
@@ -554,7 +583,7 @@ func (r *searchRepo) route(tx *gorm.DB, q string, opt SearchOptions, f ftsql.Fil
 	}
 	// unicode61 keeps Latin glued to CJK in one token: a Latin miss retries
 	// on the trigram index (every token >= 3 characters).
-	if len(hits) == 0 && !isCJK && st.trigram && ftsql.TrigramEligible(q) {
+	if len(hits) == 0 && !isCJK && rules.trigramRetry() && st.trigram && ftsql.TrigramEligible(q) {
 		more, err := rn.rows(ftsql.MatchContextQuery(ftsql.TrigramTable, ftsql.QuoteTokens(ftsql.StripQuotes(q)), opt.Sort, limit, offset, f))
 		if err != nil && !isFTSErr(err) {
 			return route, nil, nil, err

@@ -84,7 +84,7 @@ Conversation:
 						return err
 					}
 					if len(pending) > 0 {
-						return errors.New("not upgraded by hermes-state yet: titles cannot be set, and search may miss messages of older Hermes files; run 'hermes-state migrate'")
+						return errors.New("not upgraded by hermes-state yet: it is read as it is, and a title cannot be set before 'hermes-state migrate' upgrades it")
 					}
 					return nil
 				},

@@ -267,32 +267,32 @@ func TestMCPRefusesNonLoopback(t *testing.T) {
 	}
 }
 
-// TestMCPReadOnlyLeavesFileAlone (issue 11, item 3): without --allow-write
-// the server opens the store read-only, so serving a Hermes file leaves it
-// byte for byte as it was (a writable open would migrate the v21 file to
-// v30 and switch the delete-mode v30 file to WAL). On v30 the tools answer
-// from it; on v21 a read that needs the v30 shape is a tool error naming
-// the command that upgrades the file.
+// TestMCPReadOnlyLeavesFileAlone (issue 11, item 3; issue 20, section 2):
+// without --allow-write the server opens the store read-only, so serving a
+// Hermes file leaves it byte for byte as it was, with nothing beside it
+// (a writable open would migrate the v21 file to v30 and switch the
+// delete-mode v30 file to WAL). The tools answer from either as it is: the
+// v21 file is read through its own tables in the v30 shape.
 func TestMCPReadOnlyLeavesFileAlone(t *testing.T) {
 	for _, name := range []string{"hermes-v30.db", "hermes-v21.db"} {
 		t.Run(name, func(t *testing.T) {
 			db := fixturetest.Copy(t, name)
-			before := fixturetest.SHA256(t, db)
+			before, listing := fixturetest.SHA256(t, db), fixturetest.Listing(t, filepath.Dir(db))
 			ctx := context.Background()
 			c := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "v0"}, nil)
 			cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cliCommand(t, "--db", db, "mcp")}, nil)
 			require.NoError(t, err)
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_sessions", Arguments: map[string]any{"query": "桂林"}})
 			require.NoError(t, err)
-			if name == "hermes-v21.db" {
-				require.True(t, res.IsError)
-				require.Contains(t, res.Content[0].(*mcp.TextContent).Text, "hermes-state migrate")
-			} else {
-				require.False(t, res.IsError)
-				require.NotEmpty(t, res.StructuredContent.(map[string]any)["hits"], "the fixture's Chinese text is found")
-			}
+			require.False(t, res.IsError, "%v", res.Content)
+			require.Len(t, res.StructuredContent.(map[string]any)["hits"], 3, "the fixture's three messages holding 桂林 are found")
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_sessions", Arguments: map[string]any{}})
+			require.NoError(t, err)
+			require.False(t, res.IsError, "%v", res.Content)
+			require.NotEmpty(t, res.StructuredContent.(map[string]any)["sessions"])
 			require.NoError(t, cs.Close())
 			require.Equal(t, before, fixturetest.SHA256(t, db), "serving the file changed it")
+			require.Equal(t, listing, fixturetest.Listing(t, filepath.Dir(db)), "serving the file left files beside it")
 		})
 	}
 }

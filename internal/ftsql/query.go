@@ -342,7 +342,35 @@ func CJKTokens(raw string) []string {
 // CJKLikeQuery is Hermes' CJK substring scan: one LIKE clause (content,
 // tool_name, tool_calls) per token, ORed, ordered by timestamp DESC.
 func CJKLikeQuery(raw string, limit, offset int, f Filters) Query {
-	toks := CJKTokens(raw)
+	return tokensLikeQuery(CJKTokens(raw), limit, offset, f)
+}
+
+// WholeLikeQuery is the CJK LIKE route of Hermes v10: one LIKE clause
+// (content, tool_name, tool_calls) for raw as a whole, operators
+// included, newest first (so "广西 OR 桂林" finds nothing; v11 made it one
+// clause per token, CJKLikeQuery).
+func WholeLikeQuery(raw string, limit, offset int, f Filters) Query {
+	return tokensLikeQuery([]string{raw}, limit, offset, f)
+}
+
+// ContentLikeQuery is the CJK fallback of Hermes v6-v9, run when the word
+// index found nothing: content LIKE '%raw%' with raw as typed (no escape
+// character: '%' and '_' in it are wildcards, as they were), newest first.
+func ContentLikeQuery(raw string, limit, offset int, f Filters) Query {
+	where := []string{"m.content LIKE ?"}
+	args := []any{raw, "%" + raw + "%"}
+	w, a := f.Clauses()
+	where = append(where, w...)
+	args = append(args, a...)
+	return Query{
+		SQL:  selectSQL(likeSnippet, "messages m", where, "ORDER BY m.timestamp DESC", limitSQL(limit, offset)),
+		Args: args,
+	}
+}
+
+// tokensLikeQuery is one LIKE clause (content, tool_name, tool_calls) per
+// token, ORed, newest first, the snippet around the first token.
+func tokensLikeQuery(toks []string, limit, offset int, f Filters) Query {
 	preds := make([]string, len(toks))
 	var args []any
 	for i, t := range toks {
@@ -475,6 +503,11 @@ FROM target t JOIN messages m ON m.id IN (
 )
 ORDER BY t.id, m.timestamp, m.id`
 }
+
+// ContextByIDSQL is the context of Hermes v1-v4: the messages of the hit's
+// session whose id is within one of the hit's (the hit included), in id
+// order, as rows (role, content); args: session id, hit id, hit id.
+const ContextByIDSQL = "SELECT role, content FROM messages WHERE session_id = ? AND id >= ? - 1 AND id <= ? + 1 ORDER BY id"
 
 // SearchTerms returns the terms of a sanitized query: its tokens with quotes
 // and '*' stripped, without the operators AND, OR, NOT, NEAR. With

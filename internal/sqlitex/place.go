@@ -17,8 +17,18 @@ func IsCantOpen(err error) bool {
 	return ok && c&0xff == 14
 }
 
+// IsReadOnly reports whether err is SQLITE_READONLY (any extended code:
+// READONLY_CANTINIT, READONLY_DIRECTORY, ...). A mode=ro reader of a
+// WAL-mode file meets it, rather than SQLITE_CANTOPEN, when it may not
+// create the -shm in a directory it cannot write (a user without write
+// permission, as opposed to a read-only mount).
+func IsReadOnly(err error) bool {
+	c, ok := Code(err)
+	return ok && c&0xff == 8
+}
+
 // ReadOnlyPlace is asked after a mode=ro open of path failed with
-// SQLITE_CANTOPEN. In WAL mode SQLite needs the -shm file beside the
+// SQLITE_CANTOPEN or SQLITE_READONLY. In WAL mode SQLite needs the -shm file beside the
 // database and creates it when it is missing; in a directory that cannot be
 // written (a read-only mount, a directory without write permission) it
 // cannot. When that is the case and no -wal with commits exists either,
