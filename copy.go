@@ -21,6 +21,7 @@ import (
 	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/internal/schemaref"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
+	"github.com/hermesstate/hermesstate/repo"
 )
 
 // CopyOptions tunes Copy.
@@ -91,6 +92,17 @@ func Copy(ctx context.Context, src, dst *Store, opt CopyOptions) (CopyStats, err
 			return c.load(stx, dtx, seq)
 		})
 	}, readOpts)
+	if err == nil {
+		// Statistics for the planner now, not when autovacuum gets to it
+		// (never, where it is off): right after a copy a search would
+		// otherwise run without them, seconds instead of milliseconds.
+		err = dst.db.W.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			return repo.AnalyzePostgres(tx, append(Tables(), repo.AnalyzedTables...))
+		})
+		if err != nil {
+			err = fmt.Errorf("the rows were copied and committed, but ANALYZE failed (run ANALYZE on the schema): %w", err)
+		}
+	}
 	c.stats.Elapsed = time.Since(start)
 	if err != nil {
 		return c.stats, mapCopyErr(op, err)
@@ -162,6 +174,12 @@ func (c *copier) load(stx, dtx *gorm.DB, seq int64) error {
 	}
 	if err := dtx.Exec("SET LOCAL hermesstate.copying = 'off'").Error; err != nil {
 		return err
+	}
+	// The activity table's triggers stood aside: fill it in one pass.
+	for _, q := range repo.SessionActivityRebuildPostgres() {
+		if err := dtx.Exec(q).Error; err != nil {
+			return err
+		}
 	}
 	if err := dtx.Exec(`SELECT setval(pg_get_serial_sequence('messages', 'id'),
 		GREATEST(COALESCE((SELECT MAX(id) FROM messages), 0), ?, 1),

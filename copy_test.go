@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -185,4 +187,69 @@ func TestCopyRefusals(t *testing.T) {
 	fixturetest.RequireKind(t, err, hs.ErrInvalid)
 	_, _, err = hs.OpenSnapshot(ctx, "/nonexistent/state.db", hs.Config{})
 	fixturetest.RequireKind(t, err, hs.ErrNotFound)
+}
+
+// TestCopyAnalyzes (issue 21, item 1): a copy ends with ANALYZE of the
+// tables it filled, so the planner has statistics at once (a server with
+// autovacuum off or slow would plan the first searches without them):
+// every table that received rows has pg_stat_user_tables.last_analyze, the
+// word search's plan reads the GIN index of hs_messages_fts, and the
+// activity table the copy filled in one pass agrees with the rows.
+func TestCopyAnalyzes(t *testing.T) {
+	pgtest.DSN(t)
+	ctx := context.Background()
+	src := hermesstatetest.Fresh(t)
+	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"}
+	for s := 0; s < 60; s++ {
+		id := fmt.Sprintf("cp%03d", s)
+		_, err := src.Sessions().Create(ctx, repo.SessionInput{ID: id, Source: "cli", StartedAt: models.Epoch(1767225600 + float64(s)*60)})
+		require.NoError(t, err)
+		batch := make([]repo.MessageInput, 200)
+		for i := range batch {
+			batch[i] = repo.MessageInput{Role: "user", Content: models.Text(copyText(words[(s+i)%10], s*200+i)),
+				Timestamp: models.Epoch(1767225600 + float64(s)*60 + float64(i))}
+		}
+		_, err = src.Messages().AppendBatch(ctx, id, batch)
+		require.NoError(t, err)
+	}
+	_, err := src.Messages().Append(ctx, "cp007", repo.MessageInput{Role: "user", Content: models.Text("zebracrossing"), Timestamp: models.Epoch(1767239999)})
+	require.NoError(t, err)
+	dst := hermesstatetest.Open(t, hermesstatetest.Postgres, hs.Config{})
+	raw := hermesstatetest.SQL(t, dst)
+	_, err = hs.Copy(ctx, src, dst, hs.CopyOptions{})
+	require.NoError(t, err)
+
+	for _, tbl := range []string{"sessions", "messages", "system_prompts", "hs_messages_fts", "hermesstate_session_activity"} {
+		var analyzed bool
+		require.NoError(t, raw.QueryRow(`SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2`,
+			dst.Schema(), tbl).Scan(&analyzed), tbl)
+		if tbl == "system_prompts" {
+			continue // empty here: ANALYZE of an empty table may leave no mark
+		}
+		require.True(t, analyzed, "%s was not analyzed after the copy", tbl)
+	}
+	res, err := dst.Search().Explain(ctx, "zebracrossing", repo.SearchOptions{})
+	require.NoError(t, err)
+	require.Len(t, res.Hits, 1)
+	require.Contains(t, strings.Join(res.Plan, "\n"), "idx_hs_messages_fts_doc", "the word search does not read the GIN index:\n%s", strings.Join(res.Plan, "\n"))
+
+	var drift int
+	require.NoError(t, raw.QueryRow(`SELECT COUNT(*) FROM sessions s LEFT JOIN hermesstate_session_activity a ON a.session_id = s.id
+		WHERE a.active_at IS DISTINCT FROM (SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id)`).Scan(&drift))
+	require.Zero(t, drift, "sessions whose activity the copy did not fill")
+	rows, err := dst.Listing().Rich(ctx, repo.RichOptions{OrderByLastActive: true, Limit: 1})
+	require.NoError(t, err)
+	require.Equal(t, "cp007", rows[0].ID)
+}
+
+// copyText is a message of about 120 distinct words (w0..w4999): wide rows,
+// as real transcripts are, so the planner weighs a scan of the word table
+// against its GIN index as it would on a real store.
+func copyText(head string, n int) string {
+	var b strings.Builder
+	b.WriteString(head)
+	for k := 0; k < 120; k++ {
+		fmt.Fprintf(&b, " w%d", (n*7919+k*104729)%5000)
+	}
+	return b.String()
 }

@@ -85,6 +85,7 @@ func List() []Migration {
 		{ID: "0103_hermesstate_cjk_postings", Hermes: "ours", Description: "the CJK index's compact layout (delta-coded posting chunks), older layouts converted", Apply: ftsql.EnsureCJKIndex, SQLiteOnly: true},
 		{ID: "0104_hermesstate_pg_cjk_grams", Hermes: "ours", Description: "PostgreSQL: hs_cjk_grams() with a GIN expression index for 1-2 character CJK search", Apply: nothing, Postgres: postgresCJKGrams, PostgresOnly: true},
 		{ID: "0105_hermesstate_pg_cjk_grams_inline", Hermes: "ours", Description: "PostgreSQL: hs_cjk_grams() made inlinable (calls the set query only for CJK text)", Apply: nothing, Postgres: postgresCJKGramsInline, PostgresOnly: true},
+		{ID: "0106_hermesstate_pg_session_activity", Hermes: "ours", Description: "PostgreSQL: hermesstate_session_activity as on SQLite (0102), kept by triggers in the writing transaction, indexed, filled", Apply: nothing, Postgres: postgresSessionActivity, PostgresOnly: true},
 	}
 }
 

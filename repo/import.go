@@ -81,11 +81,24 @@ func (r *portRepo) Import(ctx context.Context, rd io.Reader, p Progress) (Import
 	if err == nil {
 		err = im.reattach()
 	}
+	if r.db.Dialect == Postgres && im.res.Sessions > 0 {
+		// Statistics for what was loaded (also after a failure: what was
+		// committed stays): autovacuum may be off or late.
+		if aerr := r.db.W.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			return AnalyzePostgres(tx, importAnalyzed)
+		}); aerr != nil && err == nil {
+			err = mapErr(op, aerr)
+		}
+	}
 	if err != nil {
 		return im.res, err
 	}
 	return im.res, im.refusedErr()
 }
+
+// importAnalyzed are the tables an import into PostgreSQL analyzes at its
+// end.
+var importAnalyzed = append([]string{"sessions", "messages", "system_prompts", "session_model_usage"}, AnalyzedTables...)
 
 // importer is one run of Import.
 type importer struct {

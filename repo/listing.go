@@ -105,6 +105,17 @@ type Listing interface {
 	// CountEmpty returns the number of ended, unarchived sessions without
 	// messages (Hermes' count_empty_sessions).
 	CountEmpty(ctx context.Context) (int64, error)
+	// Explain runs Rich(opt) and returns, for every statement it ran, its
+	// SQL text and its query plan (EXPLAIN on PostgreSQL, EXPLAIN QUERY
+	// PLAN on SQLite), for tests and diagnosis. Errors are Rich's.
+	Explain(ctx context.Context, opt RichOptions) ([]Plan, error)
+}
+
+// Plan is one statement a listing ran and its query plan, one line per
+// plan node.
+type Plan struct {
+	SQL   string
+	Lines []string
 }
 
 type listingRepo struct{ db *DB }
@@ -234,9 +245,9 @@ func (d *DB) listableChildSQL() string {
 		OR %[2]s IS NOT NULL
 		OR EXISTS (SELECT 1 FROM sessions rp WHERE rp.id = s.parent_session_id AND rp.end_reason IN (%[3]s)
 			AND s.session_key IS NOT NULL AND s.session_key <> '' AND s.session_key = rp.session_key))
-		AND %[4]s IS NULL`,
+		AND %[4]s`,
 		d.jsonMarker("s.model_config", "_branched_from"), d.jsonMarker("s.model_config", "_reset_from"), resetReasonsSQL,
-		d.jsonMarker("s.model_config", "_delegate_from"))
+		d.jsonMarkerAbsent("s.model_config", "_delegate_from"))
 }
 
 type filter struct {
@@ -460,6 +471,12 @@ func (r *listingRepo) richQuery(tx *gorm.DB, f *filter, opt RichOptions, project
 		return r.richStatement(tx, f, opt, project, all, 0, act)
 	}
 	need := opt.Offset + opt.Limit
+	if act && r.db.Dialect == Postgres {
+		// One exact statement: PostgreSQL walks the activity index in
+		// order (or sorts the admitted rows for a deep page) and merges
+		// the compressed roots in (activityUnionPage).
+		return r.richStatement(tx, f, opt, project, false, 0, true)
+	}
 	if act {
 		// Scan the newest sessions by their own activity (ActivityTable),
 		// widening until enough rows are provably the newest; the widest
@@ -531,6 +548,8 @@ func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, pro
 		p = d.activityScanPage(f, limit, -scan)
 	case opt.OrderByLastActive && scan > 0:
 		p = d.messageScanPage(f, limit, scan, max(64, (opt.Offset+opt.Limit)*4))
+	case opt.OrderByLastActive && act && d.Dialect == Postgres:
+		p = d.activityUnionPage(f, limit, opt.Offset+opt.Limit)
 	case opt.OrderByLastActive:
 		p = d.fullActivityPage(f, limit)
 	default:
@@ -556,9 +575,9 @@ func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, pro
 // and the bound T: a session outside them has activity at or below T, and
 // so has every chain made only of such sessions.
 func (d *DB) activityScanPage(f *filter, limit string, k int) richPage {
-	chain := d.tipCTEAct("chain", "SELECT cand.id FROM cand CROSS JOIN sessions cs ON cs.id = cand.id WHERE cs.end_reason = 'compression'", true)
+	chain := d.tipCTEAct("chain", "SELECT cand.id FROM cand "+d.crossJoin()+" sessions cs ON cs.id = cand.id WHERE cs.end_reason = 'compression'", true)
 	sql := query("listing_page_activity_scan", "scan", strconv.Itoa(k), "edge", d.continuationEdge("p", "c"), "max_depth", maxDepthSQL,
-		"chain", chain, "where", f.sql(), "limit", limit)
+		"chain", chain, "where", f.sql(), "limit", limit, "nulls_last", d.nullsLast(), "cross", d.crossJoin())
 	return richPage{sql: sql, args: append([]any{}, f.args...), bounds: scanBounds}
 }
 
@@ -573,6 +592,35 @@ func (d *DB) messageScanPage(f *filter, limit string, scan, ss int) richPage {
 		"bound", bound, "edge", d.continuationEdge("p", "c"), "max_depth", maxDepthSQL, "chain", chain,
 		"last_active", lastActiveSQL("cs"), "where", f.sql(), "limit", limit)
 	return richPage{sql: sql, args: append([]any{}, f.args...), bounds: scanBounds}
+}
+
+// activityUnionPage (PostgreSQL, with ActivityTable): a session that did
+// not end with compression has its own activity as its chain's, read from
+// ActivityTable in index order; a compressed root gets the newest activity
+// of its forward chain. The page is the union of both kinds, ordered: the
+// first kind streams from idx_hermesstate_session_activity (a first page
+// reads a few index entries), the second is as long as the store has
+// compressed roots admitted (idx_hermesstate_sessions_compressed finds
+// them). Only the first need (offset + limit) sessions of the first kind
+// can be on the page, so that side stops there (a plain index walk).
+// Nothing reads messages.
+func (d *DB) activityUnionPage(f *filter, limit string, need int) richPage {
+	where := f.sql()
+	and := " AND "
+	if where == "" {
+		where, and = "WHERE ", ""
+	}
+	chain := d.tipCTEAct("chain", "SELECT s.id FROM sessions s "+where+and+"s.end_reason = 'compression'", true)
+	sql := chain + ",\n" + fmt.Sprintf(`page AS (SELECT id, eff, started_at FROM (
+			(SELECT s.id, a.active_at AS eff, s.started_at FROM %[1]s a JOIN sessions s ON s.id = a.session_id
+			%[2]s%[3]s(s.end_reason IS NULL OR s.end_reason <> 'compression')
+			ORDER BY a.active_at DESC NULLS LAST, s.started_at DESC, s.id DESC LIMIT %[5]d)
+			UNION ALL
+			SELECT s.id, (SELECT MAX(ca.active_at) FROM chain c JOIN %[1]s ca ON ca.session_id = c.cur_id WHERE c.root_id = s.id), s.started_at
+			FROM sessions s %[2]s%[3]ss.end_reason = 'compression'
+		) u ORDER BY eff DESC NULLS LAST, started_at DESC, id DESC%[4]s)`, ActivityTable, where, and, limit, need)
+	args := append(append(append([]any{}, f.args...), f.args...), f.args...)
+	return richPage{sql: sql, args: args, bounds: noBounds}
 }
 
 // fullActivityPage: the activity of the whole forward compression chain of
@@ -605,6 +653,9 @@ func (d *DB) fullActivityPage(f *filter, limit string) richPage {
 func (d *DB) startedPageIDs(tx *gorm.DB, f *filter, limit string) (ids []any, anyCompressed bool, err error) {
 	q := fmt.Sprintf(`SELECT s.id, CASE WHEN s.end_reason = 'compression' THEN 1 ELSE 0 END FROM sessions s %s
 			ORDER BY s.started_at DESC%s`, strings.ReplaceAll(f.sql(), "s.parent_session_id IS NULL", d.noIndex("s.parent_session_id")+" IS NULL"), limit)
+	if err := explainInto(tx, q, f.args); err != nil {
+		return nil, false, err
+	}
 	rows, err := queryRows(tx, q, f.args...)
 	if err != nil {
 		return nil, false, err
@@ -633,6 +684,9 @@ func (d *DB) richByIDs(tx *gorm.DB, ids []any, act bool) ([]richRow, error) {
 	q := fmt.Sprintf(`SELECT s.*, COALESCE(sp.prompt, s.system_prompt) AS _prompt, %s AS _preview, %s AS _last_active
 				FROM sessions s LEFT JOIN system_prompts sp ON sp.hash = s.system_prompt_hash WHERE s.id IN (%s)`,
 		d.previewSQL("s"), d.lastActive("s", act), placeholders(len(ids)))
+	if err := explainInto(tx, q, ids); err != nil {
+		return nil, err
+	}
 	got, err := scanRich(tx, q, ids...)
 	if err != nil {
 		return nil, err
@@ -677,7 +731,10 @@ func (d *DB) richRows(tx *gorm.DB, p richPage, project, act bool) ([]richRow, er
 		FROM page JOIN sessions s ON s.id = page.id
 		LEFT JOIN system_prompts sp ON sp.hash = s.system_prompt_hash
 		%s
-		ORDER BY page.eff DESC, page.started_at DESC, s.id DESC`, page, d.previewSQL("s"), d.lastActive("s", act), tipSel, p.bounds, tipJoin)
+		ORDER BY page.eff DESC%s, page.started_at DESC, s.id DESC`, page, d.previewSQL("s"), d.lastActive("s", act), tipSel, p.bounds, tipJoin, d.nullsLast())
+	if err := explainInto(tx, q, p.args); err != nil {
+		return nil, err
+	}
 	return scanRich(tx, q, p.args...)
 }
 
@@ -733,4 +790,63 @@ func (r *listingRepo) CountEmpty(ctx context.Context) (int64, error) {
 			AND NOT EXISTS (SELECT 1 FROM messages WHERE messages.session_id = sessions.id)`).Scan(&n).Error
 		return n, err
 	})
+}
+
+// explainKey carries the plans an Explain collects through the context.
+type explainKey struct{}
+
+// explainInto appends the plan of q to the collector of tx's context, if
+// any (Listing.Explain).
+func explainInto(tx *gorm.DB, q string, args []any) error {
+	ctx := tx.Statement.Context
+	if ctx == nil {
+		return nil
+	}
+	plans, ok := ctx.Value(explainKey{}).(*[]Plan)
+	if !ok {
+		return nil
+	}
+	prefix, col := "EXPLAIN QUERY PLAN ", 3
+	if isPostgres(tx) {
+		prefix, col = "EXPLAIN ", 0
+	}
+	rows, err := queryRows(tx, prefix+q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return err
+	}
+	p := Plan{SQL: q}
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		if col < len(vals) {
+			switch v := vals[col].(type) {
+			case []byte:
+				p.Lines = append(p.Lines, string(v))
+			default:
+				p.Lines = append(p.Lines, fmt.Sprint(v))
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	*plans = append(*plans, p)
+	return nil
+}
+
+func (r *listingRepo) Explain(ctx context.Context, opt RichOptions) ([]Plan, error) {
+	var plans []Plan
+	_, err := r.Rich(context.WithValue(ctx, explainKey{}, &plans), opt)
+	return plans, err
 }

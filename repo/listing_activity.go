@@ -110,14 +110,18 @@ var activityObjects = []string{ActivityTable, "hermesstate_activity_message_inse
 	"hermesstate_activity_message_update", "hermesstate_activity_session_insert", "hermesstate_activity_session_update",
 	"hermesstate_activity_session_delete"}
 
-// hasActivity reports whether the file has the activity table and every
-// trigger that keeps it (SQLite only; cached once found).
+// hasActivity reports whether the store has the activity table and every
+// trigger that keeps it (cached once found).
 func (d *DB) hasActivity(tx *gorm.DB) bool {
-	if d.Dialect != SQLite {
-		return false
-	}
 	if d.activity.Load() == 1 {
 		return true
+	}
+	if d.Dialect == Postgres {
+		if hasActivityPostgres(tx) {
+			d.activity.Store(1)
+			return true
+		}
+		return false
 	}
 	var n int64
 	if tx.Raw("SELECT COUNT(*) FROM sqlite_master WHERE name IN ("+placeholders(len(activityObjects))+")", anySlice(activityObjects)...).Scan(&n).Error != nil {
