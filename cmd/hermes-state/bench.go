@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/cmd/hermes-state/internal/bench"
 )
 
@@ -27,7 +28,10 @@ own process on a fresh store: append (one message per call), append_sync_full (t
 synchronous FULL, Hermes' setting), append_diag (where the append time goes), build (create + batch +
 title per session), search (11 queries, limit 20, warm-ups + timed calls), listing (list 20 by
 started_at and by last activity, replay and export of the 200-message session) and conc (OS processes
-appending into one file). Raw-SQL baselines on the same engine are measured in the same processes.
+appending into one file). With --db postgres://... --schema S the phases append, build, search,
+listing and conc run against that server: the store is the new schema S (ANALYZEd after the build),
+the append and conc phases use S_append and S_conc; the bench refuses schemas that already hold
+tables and drops the ones it made at the end (unless --keep). Raw-SQL baselines on the same engine are measured in the same processes.
 --json OUT writes bench_hermes.py's JSON shape, so that
   python3 ../shared/bench/bench_compare.py HERMES.json OUT
 prints the side-by-side table. The full corpus: python3 bench_hermes.py --corpus-only --corpus FILE.`,
@@ -45,6 +49,11 @@ prints the side-by-side table. The full corpus: python3 bench_hermes.py --corpus
 				return fmt.Errorf("bench: cannot find this executable to start phase processes: %w", err)
 			}
 			o.Spawn = benchSpawner(exe)
+			if hs.IsPostgresDSN(a.dbPath) {
+				// --db postgres://... --schema S: the phases run against
+				// that server (schemas S, S_append, S_conc).
+				o.PGDSN, o.PGSchema = a.dbPath, a.schema
+			}
 			o.Command = "hermes-state " + strings.Join(os.Args[1:], " ")
 			o.Commit = projectCommit()
 			o.Log = a.errOut
@@ -143,7 +152,15 @@ func projectCommit() string {
 // raw-SQL baseline of the same run beside it where there is one.
 func printBench(w io.Writer, d *bench.Doc) {
 	c := d.Meta.Corpus
-	fmt.Fprintf(w, "corpus %s: %d sessions, %d messages (sha256 %.16s…); SQLite %s, %s\n", c.Path, c.Sessions, c.Messages, c.SHA256, d.Meta.SQLiteVersion, d.Meta.Go)
+	engine := "SQLite " + d.Meta.SQLiteVersion
+	if d.Meta.Backend == "postgres" {
+		engine = d.Meta.PostgresVersion
+		if i := strings.Index(engine, " on "); i > 0 {
+			engine = engine[:i]
+		}
+		engine += fmt.Sprintf(" (schema %v)", d.Meta.Params["pg_schema"])
+	}
+	fmt.Fprintf(w, "corpus %s: %d sessions, %d messages (sha256 %.16s…); %s, %s\n", c.Path, c.Sessions, c.Messages, c.SHA256, engine, d.Meta.Go)
 	ratio := func(a, b float64) string {
 		if b == 0 {
 			return ""
@@ -176,7 +193,7 @@ func printBench(w io.Writer, d *bench.Doc) {
 		}
 		if b := r.Build; b != nil {
 			fmt.Fprintf(w, "  build: %d sessions, %d messages in %.1f s (create %.1f, batch %.1f, title %.1f); file %.1f MB\n", b.Sessions, b.Messages,
-				b.Seconds, b.SecondsCreateSession, b.SecondsReplaceMessages, b.SecondsSetSessionTitle, float64(b.FileBytesAfterClose["state.db"])/1e6)
+				b.Seconds, b.SecondsCreateSession, b.SecondsReplaceMessages, b.SecondsSetSessionTitle, float64(b.FileBytesAfterClose["state.db"]+b.FileBytesAfterClose["schema_total"])/1e6)
 		}
 		if s := r.Search; s != nil {
 			names := make([]string, 0, len(s.Queries))

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hermesstate/hermesstate/internal/pgtest"
 )
 
 // benchCompareKeys are the figures bench_compare.py reads from each side
@@ -151,4 +153,66 @@ func TestBenchSmoke(t *testing.T) {
 	} else {
 		t.Log("python3 not found: bench_compare.py itself was not run")
 	}
+}
+
+// TestBenchPostgres (issue 21, item 2): `hermes-state bench --db
+// postgres://... --schema S` runs append, build, search, listing and conc
+// (2 writer processes) against the server, in schemas it creates (S,
+// S_append, S_conc) and drops at the end, and writes bench_hermes.py's
+// JSON with the server's version and settings, which bench_compare.py
+// reads. A schema that already holds tables is refused before anything
+// runs, and left as it was.
+func TestBenchPostgres(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	t.Cleanup(func() {
+		for _, s := range []string{schema, schema + "_append", schema + "_conc"} {
+			pgtest.Drop(t, dsn, s)
+		}
+	})
+	out := filepath.Join(t.TempDir(), "bench.json")
+	stdout, err := run(t, "--db", dsn, "--schema", schema, "bench", "--workdir", t.TempDir(), "--sessions", "30", "--per-session", "10",
+		"--long-n", "200", "--append-n", "40", "--append-sessions", "2", "--reps", "2", "--warmup", "1",
+		"--procs", "2", "--proc-appends", "15", "--json", out)
+	require.NoError(t, err, stdout)
+	require.Contains(t, stdout, "PostgreSQL 1")
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(b, &doc))
+	for _, k := range []string{"meta.backend", "meta.postgres_version", "meta.postgres_settings.shared_buffers", "meta.corpus.sha256"} {
+		_, ok := lookup(doc, k)
+		require.True(t, ok, k)
+	}
+	r := doc["runs"].([]any)[0]
+	num := func(path string) float64 { v, ok := lookup(r, path); require.True(t, ok, path); return v.(float64) }
+	require.EqualValues(t, 40, num("append.messages"))
+	require.EqualValues(t, 30*10+200, num("build.counts.messages"))
+	require.Positive(t, num("build.file_bytes_after_close.schema_total"))
+	require.EqualValues(t, 20, num("listing.list_sessions_rich_limit20.rows"))
+	require.EqualValues(t, 20, num("listing.list_sessions_rich_limit20_order_by_last_active.rows"))
+	require.EqualValues(t, 200, num("listing.export_session_200.messages"))
+	require.EqualValues(t, 30, num("conc.found"))
+	require.Zero(t, num("conc.lost"))
+	require.Zero(t, num("conc.message_count_mismatch_sessions"))
+	qs, _ := lookup(r, "search.queries")
+	require.Len(t, qs, 11)
+	for _, s := range []string{schema, schema + "_append", schema + "_conc"} {
+		require.Zero(t, pgtest.QueryInt(t, dsn, "SELECT count(*) FROM information_schema.schemata WHERE schema_name = '"+s+"'"), "schema %s left behind", s)
+	}
+	if dir := sharedBench(); dir != "" {
+		if py, err := exec.LookPath("python3"); err == nil {
+			cmp, err := exec.Command(py, filepath.Join(dir, "bench_compare.py"), filepath.Join(dir, "hermes-v30-wal-figures-2026-12-03.json"), out).CombinedOutput()
+			require.NoError(t, err, string(cmp))
+			require.Contains(t, string(cmp), "| list_sessions_rich 20, by last activity: median ms |")
+		}
+	}
+
+	// A schema holding tables is never written to.
+	pgtest.Exec(t, dsn, "CREATE SCHEMA "+schema+"_append", "CREATE TABLE "+schema+"_append.keep (x int)", "INSERT INTO "+schema+"_append.keep VALUES (7)")
+	stdout, err = run(t, "--db", dsn, "--schema", schema, "bench", "--workdir", t.TempDir(), "--sessions", "5", "--per-session", "2",
+		"--long-n", "20", "--append-n", "4", "--phases", "append")
+	require.ErrorContains(t, err, "already holds tables", stdout)
+	require.EqualValues(t, 7, pgtest.QueryInt(t, dsn, "SELECT x FROM "+schema+"_append.keep"))
+	_, err = run(t, "--db", dsn, "--schema", schema, "bench", "--phases", "append_diag")
+	require.ErrorContains(t, err, "SQLite only")
 }

@@ -70,11 +70,21 @@ type Options struct {
 	Log io.Writer
 	// Command, Commit and Cwd go into the meta block.
 	Command, Commit string
+	// PGDSN, when set, runs the phases against that PostgreSQL server
+	// (pg.go): the store is schema PGSchema, the append and conc phases
+	// get PGSchema_append and PGSchema_conc.
+	PGDSN, PGSchema string
 }
 
 func (o Options) withDefaults() Options {
 	if len(o.Phases) == 0 {
 		o.Phases = Phases
+		if o.PGDSN != "" {
+			o.Phases = PGPhases
+		}
+	}
+	if o.PGDSN != "" {
+		o.NoRaw = true // the baselines run SQLite's statements
 	}
 	if o.Runs <= 0 {
 		o.Runs = 1
@@ -118,6 +128,11 @@ type Meta struct {
 	Params        map[string]any `json:"params"`
 	Corpus        *CorpusStats   `json:"corpus"`
 	TempFSType    string         `json:"temp_fs_type,omitempty"`
+	// Backend is "postgres" for a PostgreSQL bench (empty: SQLite), with
+	// the server's version and settings.
+	Backend          string            `json:"backend,omitempty"`
+	PostgresVersion  string            `json:"postgres_version,omitempty"`
+	PostgresSettings map[string]string `json:"postgres_settings,omitempty"`
 }
 
 // RunResult is one run: one object per phase, bench_hermes.py's keys.
@@ -137,25 +152,27 @@ type RunResult struct {
 
 // params is what one phase process receives.
 type params struct {
-	Phase   string `json:"phase"`
-	Corpus  string `json:"corpus"`
-	DB      string `json:"db"`
-	Result  string `json:"result"`
-	Reps    int    `json:"reps"`
-	Warmup  int    `json:"warmup"`
-	Sync    string `json:"sync,omitempty"`
-	DiagN   int    `json:"diag_n,omitempty"`
-	Procs   int    `json:"procs,omitempty"`
-	N       int    `json:"n,omitempty"`
-	K       int    `json:"k,omitempty"`
-	Go      string `json:"go,omitempty"`
-	Ready   string `json:"ready,omitempty"`
-	LongID  string `json:"long_id,omitempty"`
-	Raw     bool   `json:"raw"`
-	Profile string `json:"profile,omitempty"`
-	InProc  bool   `json:"-"`
-	spawn   Spawner
-	report  func(done, total int64)
+	Phase    string `json:"phase"`
+	Corpus   string `json:"corpus"`
+	DB       string `json:"db"`
+	Result   string `json:"result"`
+	Reps     int    `json:"reps"`
+	Warmup   int    `json:"warmup"`
+	Sync     string `json:"sync,omitempty"`
+	DiagN    int    `json:"diag_n,omitempty"`
+	Procs    int    `json:"procs,omitempty"`
+	N        int    `json:"n,omitempty"`
+	K        int    `json:"k,omitempty"`
+	Go       string `json:"go,omitempty"`
+	Ready    string `json:"ready,omitempty"`
+	LongID   string `json:"long_id,omitempty"`
+	Raw      bool   `json:"raw"`
+	Profile  string `json:"profile,omitempty"`
+	PGDSN    string `json:"pg_dsn,omitempty"`
+	PGSchema string `json:"pg_schema,omitempty"`
+	InProc   bool   `json:"-"`
+	spawn    Spawner
+	report   func(done, total int64)
 }
 
 type phaseFunc func(ctx context.Context, p *params) (any, error)
@@ -199,6 +216,7 @@ func Worker(ctx context.Context, args []string, spawn Spawner, stdout io.Writer)
 		return fmt.Errorf("bench: phase parameters: %w", err)
 	}
 	p.spawn = spawn
+	setPG(p)
 	var last time.Time
 	p.report = func(done, total int64) {
 		if done == total || time.Since(last) > 100*time.Millisecond {
@@ -248,6 +266,7 @@ func runPhase(ctx context.Context, o *Options, p *params, out any) error {
 		p.Profile = filepath.Join(o.ProfileDir, p.Phase+".cpu.pprof")
 	}
 	p.Reps, p.Warmup = o.Reps, o.Warmup
+	p.PGDSN, p.PGSchema = o.PGDSN, o.PGSchema
 	if err := os.MkdirAll(filepath.Dir(p.DB), 0o755); err != nil {
 		return err
 	}
@@ -263,6 +282,7 @@ func runPhase(ctx context.Context, o *Options, p *params, out any) error {
 	}
 	if o.Spawn == nil {
 		p.report = report
+		setPG(p)
 		res, err := phaseFuncs[name](ctx, p)
 		if err != nil {
 			return fmt.Errorf("bench: phase %s: %w", p.Phase, err)
@@ -333,6 +353,17 @@ func Run(ctx context.Context, o Options) (*Doc, error) {
 	if err := o.checkPhases(); err != nil {
 		return nil, err
 	}
+	var pgVersion string
+	var pgSet map[string]string
+	if o.PGDSN != "" {
+		if err := o.pgCheck(ctx); err != nil {
+			return nil, err
+		}
+		var err error
+		if pgVersion, pgSet, err = pgMeta(ctx, o.PGDSN); err != nil {
+			return nil, err
+		}
+	}
 	base, err := os.MkdirTemp(o.WorkDir, "hermesstate-bench-")
 	if err != nil {
 		return nil, err
@@ -354,6 +385,10 @@ func Run(ctx context.Context, o Options) (*Doc, error) {
 		Params: map[string]any{"corpus": cst.Path, "sets": sets, "phases": o.Phases, "runs": o.Runs, "reps": o.Reps,
 			"warmup": o.Warmup, "diag_n": o.DiagN, "procs": o.Procs, "proc_appends": o.ProcAppends, "raw_sql": !o.NoRaw,
 			"store": o.Store}}}
+	if o.PGDSN != "" {
+		doc.Meta.Backend, doc.Meta.PostgresVersion, doc.Meta.PostgresSettings = "postgres", pgVersion, pgSet
+		doc.Meta.Params["pg_schema"] = o.PGSchema
+	}
 	longID, err := longSessionID(corpus)
 	if err != nil {
 		return nil, err
@@ -364,6 +399,11 @@ func Run(ctx context.Context, o Options) (*Doc, error) {
 		}
 		dir := filepath.Join(base, "run"+strconv.Itoa(i+1))
 		r, err := o.runOnce(ctx, dir, corpus, longID)
+		if o.PGDSN != "" && (!o.Keep || i < o.Runs-1) {
+			if derr := o.pgDrop(context.WithoutCancel(ctx)); err == nil {
+				err = derr
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -386,7 +426,7 @@ func (o *Options) checkPhases() error {
 			return fmt.Errorf("bench: unknown phase %q (phases: %s)", ph, strings.Join(Phases, ", "))
 		}
 	}
-	if (o.want("search") || o.want("listing")) && !o.want("build") && o.Store == "" {
+	if (o.want("search") || o.want("listing")) && !o.want("build") && o.Store == "" && o.PGDSN == "" {
 		return errors.New("bench: the search and listing phases need the build phase or an existing store (Store)")
 	}
 	if o.want("conc") && o.Spawn == nil {
@@ -456,6 +496,9 @@ func (o *Options) runOnce(ctx context.Context, dir, corpus, longID string) (*Run
 			err = runPhase(ctx, o, mk(ph, "store"), r.Listing)
 			if err == nil {
 				r.StoreFileBytesEnd = fileSizes(store)
+				if o.PGDSN != "" {
+					r.StoreFileBytesEnd = pgSchemaBytes(ctx, store)
+				}
 			}
 		case "conc":
 			p := mk(ph, "conc")

@@ -23,12 +23,18 @@ import (
 )
 
 func openStore(ctx context.Context, db, sync string) (*hs.Store, error) {
+	if pgTarget.dsn != "" {
+		return openPG(ctx, db)
+	}
 	return hs.Open(ctx, hs.Config{Path: db, Synchronous: sync, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 
 // rawDB opens the store file with plain database/sql on the same driver
 // and the writer's settings.
 func rawDB(db, sync string) (*sql.DB, error) {
+	if pgTarget.dsn != "" {
+		return rawPG(db)
+	}
 	if sync == "" {
 		sync = "NORMAL"
 	}
@@ -542,6 +548,12 @@ func phaseBuild(ctx context.Context, p *params) (*BuildResult, error) {
 		return nil, err
 	}
 	res.FileBytesAfterClose = fileSizes(p.DB)
+	if pgTarget.dsn != "" {
+		res.FileBytesAfterClose = pgSchemaBytes(ctx, p.DB)
+		if err := pgAnalyze(ctx, p.DB); err != nil {
+			return nil, fmt.Errorf("analyze: %w", err)
+		}
+	}
 	d, err := rawDB(p.DB, "")
 	if err != nil {
 		return nil, err
@@ -556,6 +568,9 @@ func phaseBuild(ctx context.Context, p *params) (*BuildResult, error) {
 		}
 	}
 	res.BytesByTable = bytesByTable(ctx, d)
+	if pgTarget.dsn != "" {
+		res.BytesByTable = pgBytesByTable(ctx, d)
+	}
 	res.PeakRSSMiB = peakRSSMiB()
 	return res, nil
 }
@@ -1092,6 +1107,10 @@ func concTally(res *ConcResult, ws []workerResult, found map[string]int) (lat []
 // integrity checks of the file after the run.
 func concCheck(ctx context.Context, d *sql.DB, res *ConcResult) {
 	_ = d.QueryRowContext(ctx, "SELECT count(*) FROM sessions s WHERE s.id LIKE 'conc-%' AND s.message_count != (SELECT count(*) FROM messages m WHERE m.session_id = s.id)").Scan(&res.MessageCountMismatch)
+	if pgTarget.dsn != "" {
+		res.IntegrityCheck = "n/a (PostgreSQL)"
+		return
+	}
 	if err := d.QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&res.IntegrityCheck); err != nil {
 		res.IntegrityCheck = err.Error()
 	}
