@@ -53,6 +53,10 @@ type RichOptions struct {
 	// "AN-94"). Hermes honours both only with OrderByLastActive;
 	// hermesstate applies them to every order (lookup.go).
 	IDQuery, SearchQuery string
+	// StartedSince and StartedBefore, when > 0, keep sessions started at
+	// or after StartedSince and before StartedBefore (epoch seconds; a
+	// projected compression chain by its first session).
+	StartedSince, StartedBefore float64
 }
 
 // CountOptions filters Listing.Count (Hermes' session_count); it counts the
@@ -419,6 +423,12 @@ func (r *listingRepo) Rich(ctx context.Context, opt RichOptions) ([]RichSession,
 		if err := d.addChainSearch(op, f, opt.IDQuery, opt.SearchQuery); err != nil {
 			return nil, err
 		}
+	}
+	if opt.StartedSince > 0 {
+		f.add("s.started_at >= ?", opt.StartedSince)
+	}
+	if opt.StartedBefore > 0 {
+		f.add("s.started_at < ?", opt.StartedBefore)
 	}
 	project := !opt.NoProjectCompressionTips && !opt.IncludeChildren
 	return Read(ctx, d, op, func(tx *gorm.DB) ([]RichSession, error) {

@@ -34,6 +34,9 @@ type SearchOptions struct {
 	Sort string
 	// IncludeInactive also finds rewound rows.
 	IncludeInactive bool
+	// Since and Until, when > 0, keep messages written at or after Since
+	// and before Until (epoch seconds).
+	Since, Until float64
 }
 
 // ContextMessage is one message of a hit's context window.
@@ -272,7 +275,8 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 	if n, ok := checkTermCount(res.Sanitized); !ok {
 		return res, errs.Errorf(errs.ErrInvalid, op, "the query has %d terms; at most %d are allowed: shorten it", n, MaxQueryTerms)
 	}
-	f := ftsql.Filters{IncludeInactive: opt.IncludeInactive, Sources: opt.Sources, ExcludeSources: opt.ExcludeSources, Roles: opt.Roles}
+	f := ftsql.Filters{IncludeInactive: opt.IncludeInactive, Sources: opt.Sources, ExcludeSources: opt.ExcludeSources, Roles: opt.Roles,
+		Since: opt.Since, Until: opt.Until}
 	if f.Sources == nil {
 		f.Sources = rules.defaultSources()
 	}

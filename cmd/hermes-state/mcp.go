@@ -19,8 +19,9 @@ func mcpCmd(a *app) *cobra.Command {
 		Use:   "mcp",
 		Short: "Serve the store to AI clients as a Model Context Protocol server (stdio, or --http on loopback)",
 		Long: `Serve the store as a Model Context Protocol server: tools search_sessions,
-list_sessions, get_conversation and get_session, and the resource
-hermes-session://ID. With --allow-write, also set_title and append_note.
+list_sessions, get_conversation, get_message, get_session and get_usage_stats,
+and the resource hermes-session://ID (recent sessions in resources/list, ids
+completed). With --allow-write, also set_title and append_note.
 
 By default it speaks MCP on stdin/stdout (what MCP clients start). With
 --http ADDR it serves streamable HTTP on a loopback address instead.`,

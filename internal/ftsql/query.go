@@ -20,6 +20,9 @@ type Filters struct {
 	ExcludeSources []string
 	// Roles, when non-empty, keeps only these message roles.
 	Roles []string
+	// Since and Until, when > 0, keep messages written at or after Since
+	// and before Until (epoch seconds).
+	Since, Until float64
 }
 
 // WantsTool reports whether the role filter asks for tool rows.
@@ -54,7 +57,7 @@ func placeholders(n int) string {
 }
 
 // Clauses returns the WHERE predicates and arguments of f (messages m,
-// sessions s): visibility, hidden display rows, sources and roles.
+// sessions s): visibility, hidden display rows, sources, roles and time.
 func (f Filters) Clauses() ([]string, []any) {
 	var where []string
 	var args []any
@@ -79,6 +82,14 @@ func (f Filters) Clauses() ([]string, []any) {
 		for _, r := range f.Roles {
 			args = append(args, r)
 		}
+	}
+	if f.Since > 0 {
+		where = append(where, "m.timestamp >= ?")
+		args = append(args, f.Since)
+	}
+	if f.Until > 0 {
+		where = append(where, "m.timestamp < ?")
+		args = append(args, f.Until)
 	}
 	return where, args
 }

@@ -2,7 +2,10 @@ package mcpserver
 
 import (
 	"context"
+	"math"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -28,6 +31,8 @@ type SearchInput struct {
 	Limit          int      `json:"limit,omitempty" jsonschema:"Maximum number of hits to return."`
 	Offset         int      `json:"offset,omitempty" jsonschema:"Hits to skip (pass next_offset of the previous call to get the next page)."`
 	Sort           string   `json:"sort,omitempty" jsonschema:"relevance (best match first), newest or oldest."`
+	Since          string   `json:"since,omitempty" jsonschema:"Only messages written at or after this time: RFC 3339 (2026-01-05T09:00:00Z), a date (2026-01-05, UTC) or epoch seconds."`
+	Until          string   `json:"until,omitempty" jsonschema:"Only messages written before this time (same forms as since)."`
 	IncludeContext bool     `json:"include_context,omitempty" jsonschema:"Also return the messages just before and after each hit."`
 }
 
@@ -59,6 +64,9 @@ type ListInput struct {
 	Offset          int      `json:"offset,omitempty" jsonschema:"Sessions to skip (pass next_offset of the previous call)."`
 	IncludeChildren bool     `json:"include_children,omitempty" jsonschema:"Also list delegate (subagent) runs and compression continuations."`
 	IncludeArchived bool     `json:"include_archived,omitempty" jsonschema:"Also list archived sessions."`
+	Title           string   `json:"title,omitempty" jsonschema:"Only sessions whose title (or id) contains this text, case-insensitively; punctuation and spaces in titles are also ignored (an94 finds AN-94)."`
+	Since           string   `json:"since,omitempty" jsonschema:"Only sessions started at or after this time: RFC 3339, a date (UTC) or epoch seconds."`
+	Until           string   `json:"until,omitempty" jsonschema:"Only sessions started before this time (same forms as since)."`
 }
 
 // SessionSummary is one row of list_sessions.
@@ -101,6 +109,8 @@ func (s *server) addReadTools(srv *mcp.Server) {
 		"limit":           intRange(1, MaxSearchLimit, 10),
 		"offset":          intRange(0, 100000, 0),
 		"sort":            {enum: []any{"relevance", "newest", "oldest"}, def: "relevance"},
+		"since":           str(0, 64),
+		"until":           str(0, 64),
 	}, s.search)
 
 	addTool(srv, &mcp.Tool{
@@ -114,6 +124,9 @@ func (s *server) addReadTools(srv *mcp.Server) {
 		"exclude_sources": strList(MaxFilterItems, maxFilterItemLen),
 		"limit":           intRange(1, MaxListLimit, 20),
 		"offset":          intRange(0, 1000000, 0),
+		"title":           str(0, maxFilterItemLen),
+		"since":           str(0, 64),
+		"until":           str(0, 64),
 	}, s.list)
 
 	addTool(srv, &mcp.Tool{
@@ -124,11 +137,38 @@ func (s *server) addReadTools(srv *mcp.Server) {
 			"Call again with offset = next_offset until next_offset is absent. A single message larger than max_bytes comes cut, with truncated = true.",
 		Annotations: ro,
 	}, map[string]prop{
-		"session_id": str(1, 256),
-		"offset":     intRange(0, 100000000, 0),
-		"limit":      intRange(1, MaxConversationLimit, DefaultConversationLimit),
-		"max_bytes":  intRange(MinConversationBytes, MaxConversationBytes, DefaultConversationBytes),
+		"session_id":        str(1, 256),
+		"offset":            intRange(0, 100000000, 0),
+		"limit":             intRange(1, MaxConversationLimit, DefaultConversationLimit),
+		"max_bytes":         intRange(MinConversationBytes, MaxConversationBytes, DefaultConversationBytes),
+		"around":            intRange(1, 1<<53, 1),
+		"window":            intRange(0, MaxAroundWindow, DefaultAroundWindow),
+		"tool_output_chars": intRange(0, MaxConversationBytes, DefaultToolOutputChars),
 	}, s.conversation)
+
+	addTool(srv, &mcp.Tool{
+		Name:  ToolGetMessage,
+		Title: "Read a long message",
+		Description: "The text of one message of a session, from a byte offset: for a message get_conversation returned cut (truncated = true), " +
+			"call with its index and offset = its content_next_offset, then follow next_offset. The text is the message's content with its tool calls and reasoning folded in, as the cut message showed it.",
+		Annotations: ro,
+	}, map[string]prop{
+		"session_id": str(1, 256),
+		"index":      intRange(0, 100000000, 0),
+		"offset":     intRange(0, math.MaxInt32, 0),
+		"max_bytes":  intRange(MinConversationBytes, MaxConversationBytes, DefaultConversationBytes),
+	}, s.message)
+
+	addTool(srv, &mcp.Tool{
+		Name:        ToolUsageStats,
+		Title:       "Usage statistics",
+		Description: "Usage of the store as `hermes-state stats` prints it: sessions, messages, tokens and estimated cost by source, by model, and the sessions that used the most tokens.",
+		Annotations: ro,
+	}, map[string]prop{
+		"sources": strList(MaxFilterItems, maxFilterItemLen),
+		"since":   str(0, 64),
+		"top":     intRange(1, 100, 10),
+	}, s.usageStats)
 
 	addTool(srv, &mcp.Tool{
 		Name:  ToolGetSession,
@@ -170,6 +210,10 @@ func (s *server) search(ctx context.Context, in SearchInput) (SearchOutput, erro
 	}
 	opt := repo.SearchOptions{Sources: cleanList(in.Sources), ExcludeSources: cleanList(in.ExcludeSources),
 		Roles: cleanList(in.Roles), Limit: in.Limit, Offset: in.Offset}
+	var err error
+	if opt.Since, opt.Until, err = timeWindow(in.Since, in.Until); err != nil {
+		return SearchOutput{}, err
+	}
 	switch in.Sort {
 	case "", "relevance":
 	case "newest", "oldest":
@@ -231,9 +275,13 @@ func (s *server) list(ctx context.Context, in ListInput) (ListOutput, error) {
 	if in.Limit == 0 {
 		in.Limit = 20
 	}
+	since, until, err := timeWindow(in.Since, in.Until)
+	if err != nil {
+		return ListOutput{}, err
+	}
 	rows, err := s.st.Listing().Rich(ctx, repo.RichOptions{Source: strings.TrimSpace(in.Source), ExcludeSources: cleanList(in.ExcludeSources),
 		Limit: in.Limit, Offset: in.Offset, IncludeChildren: in.IncludeChildren, IncludeArchived: in.IncludeArchived,
-		OrderByLastActive: true})
+		OrderByLastActive: true, SearchQuery: strings.TrimSpace(in.Title), StartedSince: since, StartedBefore: until})
 	if err != nil {
 		return ListOutput{}, err
 	}
@@ -249,4 +297,42 @@ func (s *server) list(ctx context.Context, in ListInput) (ListOutput, error) {
 		out.NextOffset = &next
 	}
 	return out, nil
+}
+
+// parseWhen reads a time argument: RFC 3339, a date-time without zone or
+// a date (both UTC), or epoch seconds. Empty is 0 (no bound).
+func parseWhen(name, v string) (float64, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if f <= 0 || math.IsInf(f, 0) || math.IsNaN(f) || f > 253402300799 {
+			return 0, invalid("%s must be a time after 1970 and before year 10000 (got %s)", name, quoteShort(v))
+		}
+		return f, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
+			if t.Unix() <= 0 {
+				return 0, invalid("%s must be after 1970 (got %s)", name, quoteShort(v))
+			}
+			return float64(t.UnixNano()) / 1e9, nil
+		}
+	}
+	return 0, invalid("%s must be RFC 3339 (2026-01-05T09:00:00Z), a date (2026-01-05) or epoch seconds (got %s)", name, quoteShort(v))
+}
+
+// timeWindow reads since and until; until must come after since.
+func timeWindow(sinceArg, untilArg string) (since, until float64, err error) {
+	if since, err = parseWhen("since", sinceArg); err != nil {
+		return 0, 0, err
+	}
+	if until, err = parseWhen("until", untilArg); err != nil {
+		return 0, 0, err
+	}
+	if since > 0 && until > 0 && until <= since {
+		return 0, 0, invalid("until must be later than since")
+	}
+	return since, until, nil
 }

@@ -30,6 +30,8 @@ const (
 	ToolListSessions    = "list_sessions"
 	ToolGetConversation = "get_conversation"
 	ToolGetSession      = "get_session"
+	ToolGetMessage      = "get_message"
+	ToolUsageStats      = "get_usage_stats"
 	ToolSetTitle        = "set_title"
 	ToolAppendNote      = "append_note"
 )
@@ -37,7 +39,7 @@ const (
 // ReadTools and WriteTools name the tools of a read-only and of a writable
 // server (a writable one has both).
 var (
-	ReadTools  = []string{ToolSearchSessions, ToolListSessions, ToolGetConversation, ToolGetSession}
+	ReadTools  = []string{ToolSearchSessions, ToolListSessions, ToolGetConversation, ToolGetSession, ToolGetMessage, ToolUsageStats}
 	WriteTools = []string{ToolSetTitle, ToolAppendNote}
 )
 
@@ -68,16 +70,18 @@ func New(st *hs.Store, opt Options) *mcp.Server {
 		b, _ := hs.BuildInfo(context.Background()) // Version never depends on the SQLite probe
 		opt.Version = b.Version
 	}
+	s := &server{st: st, opt: opt}
 	srv := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "Hermes session store", Version: opt.Version},
 		&mcp.ServerOptions{Instructions: instructions(opt.AllowWrite), Logger: opt.Logger,
 			// No logging capability: the server logs to stderr, not to the client.
-			Capabilities: &mcp.ServerCapabilities{}})
-	s := &server{st: st, opt: opt}
+			Capabilities:      &mcp.ServerCapabilities{},
+			CompletionHandler: s.complete})
 	s.addReadTools(srv)
 	if opt.AllowWrite {
 		s.addWriteTools(srv)
 	}
 	s.addResources(srv)
+	srv.AddReceivingMiddleware(s.listResources)
 	return srv
 }
 
@@ -85,7 +89,7 @@ func instructions(write bool) string {
 	b := strings.Builder{}
 	b.WriteString("Past conversations of a Hermes agent (every platform: CLI, Telegram, Discord, cron, ...). ")
 	b.WriteString("Use search_sessions to find messages by words, list_sessions to see recent sessions, ")
-	b.WriteString("get_conversation to read a session page by page (follow next_offset), get_session for its metadata, lineage and token usage. ")
+	b.WriteString("get_conversation to read a session page by page (follow next_offset; around = a message id from a search hit reads its neighbourhood; compact = true saves tokens), get_message for the rest of a message cut to fit a page, get_session for its metadata, lineage and token usage, get_usage_stats for usage by source and model. ")
 	b.WriteString("Session ids may be given as a unique prefix. Resource hermes-session://ID is a session as Markdown.")
 	if write {
 		b.WriteString(" Writes are enabled: set_title renames a session, append_note adds a note message to it.")
