@@ -494,6 +494,9 @@ func (r *compactionRepo) ResumeMessageCount(ctx context.Context, sid string, tip
 // resolveResume follows id to the session a resume continues (Hermes'
 // resolve_resume_session_id).
 func resolveResume(tx *gorm.DB, d *DB, sid string) (string, error) {
+	if d.AsIs > 0 && d.AsIs < 16 {
+		return resolveResumeEarly(tx, sid)
+	}
 	tip, err := compressionTip(tx, d, sid)
 	if err != nil {
 		return "", err
@@ -530,6 +533,35 @@ func resolveResume(tx *gorm.DB, d *DB, sid string) (string, error) {
 		return tip, nil
 	}
 	return best, nil
+}
+
+// resolveResumeEarly is resolve_resume_session_id of Hermes v9-v14 (a file
+// of those versions read as it is): a session holding messages is resumed
+// itself; otherwise the chain of children (each time the one started
+// last) is walked, at most 32 deep, to the first that holds messages, and
+// the session itself when none does. v16 resumes the compression tip.
+func resolveResumeEarly(tx *gorm.DB, sid string) (string, error) {
+	cur := sid
+	seen := map[string]bool{cur: true}
+	for i := 0; i < 32; i++ {
+		var n int64
+		if err := tx.Model(&models.Message{}).Where("session_id = ?", cur).Limit(1).Count(&n).Error; err != nil {
+			return "", err
+		}
+		if n > 0 {
+			return cur, nil
+		}
+		var next []string
+		if err := tx.Raw("SELECT id FROM sessions WHERE parent_session_id = ? ORDER BY started_at DESC LIMIT 1", cur).Scan(&next).Error; err != nil {
+			return "", err
+		}
+		if len(next) == 0 || next[0] == "" || seen[next[0]] {
+			break
+		}
+		cur = next[0]
+		seen[cur] = true
+	}
+	return sid, nil
 }
 
 func (r *compactionRepo) ResolveResumeID(ctx context.Context, sid string) (string, error) {

@@ -481,6 +481,18 @@ type ConversationOptions struct {
 	IncludeSummaryMarkers bool
 }
 
+// ForHermes returns o as the Hermes version v replays (v: the schema
+// version of a file read as it is, 0 or 30 for the current rules): before
+// v10 Hermes had no context scrubber and replayed text as stored, so
+// KeepMemoryContext is set. Callers that convert rows themselves
+// (ToConversation) pass the store's schema version.
+func (o ConversationOptions) ForHermes(v int) ConversationOptions {
+	if v > 0 && v < 10 {
+		o.KeepMemoryContext = true
+	}
+	return o
+}
+
 // ConversationItem is one message in the replay format. Optional fields are
 // present only when truthy (reasoning_content of assistant rows: when not
 // NULL), as in Hermes' dicts.
@@ -577,11 +589,7 @@ func (r *messageRepo) Conversation(ctx context.Context, sessionID string, opt Co
 	if err := checkID(op, sessionID); err != nil {
 		return nil, err
 	}
-	if r.db.AsIs > 0 && r.db.AsIs < 10 {
-		// Hermes before v10 replayed text as stored: it had no context
-		// scrubber.
-		opt.KeepMemoryContext = true
-	}
+	opt = opt.ForHermes(r.db.AsIs)
 	if opt.IncludeAncestors || opt.IncludeInactive || opt.IncludeCompacted {
 		return conversationWith(ctx, r.db, op, sessionID, opt)
 	}

@@ -337,6 +337,114 @@ func asIsChecks(t *testing.T, f *fixturetest.APIFixture, path string) []asIsChec
 			add("around", "messages --around "+msg, wantOf(t, e.Result), got, err, true)
 		}
 	}
+	out = append(out, asIsExtraChecks(t, f, path)...)
+	return out
+}
+
+// asIsExtraChecks compares the recorded "extras" that a read command
+// answers: session_count (stats), get_compression_tip and
+// get_compression_lineage (sessions lineage), resolve_session_id (an id
+// prefix given to sessions show), resolve_resume_session_id (sessions
+// resume).
+func asIsExtraChecks(t *testing.T, f *fixturetest.APIFixture, path string) []asIsCheck {
+	var out []asIsCheck
+	check := func(cat, what string, want, got any, err error) {
+		c := asIsCheck{category: cat, what: what}
+		if err != nil {
+			c.diff = "error: " + errText(err)
+		} else {
+			c.diff = fixturetest.JSONDiff(cat, want, got, false)
+		}
+		out = append(out, c)
+	}
+	// session_count: the stats per source, and their sum.
+	if counts := f.ExtrasOf("session_count"); len(counts) > 0 {
+		stats, err := runJSON(t, path, "stats")
+		perSource := map[string]json.Number{}
+		total := int64(0)
+		if err == nil {
+			for _, row := range stats.(map[string]any)["by_source"].([]any) {
+				r := row.(map[string]any)
+				n := r["sessions"].(json.Number)
+				perSource[r["source"].(string)] = n
+				v, _ := n.Int64()
+				total += v
+			}
+		}
+		for _, e := range counts {
+			want := wantOf(t, e.Result)
+			var got any = json.Number(strconv.FormatInt(total, 10))
+			src, bySource := e.Kwargs["source"].(string)
+			if bySource {
+				n, ok := perSource[src]
+				if !ok {
+					n = "0"
+				}
+				got = n
+			}
+			check("counts", fmt.Sprintf("stats: session_count %v", e.Kwargs), want, got, err)
+		}
+	}
+	if !f.Absent("get_compression_tip") {
+		for _, e := range f.ExtrasOf("get_compression_tip") {
+			id := e.Args[0].(string)
+			got, err := runJSON(t, path, "sessions", "lineage", id)
+			var tip any
+			if err == nil {
+				tip = got.(map[string]any)["compression_tip"]
+				if tip == nil {
+					tip = id // a session outside a chain is its own tip
+				}
+			}
+			check("lineage", "sessions lineage "+id+": compression_tip", wantOf(t, e.Result), tip, err)
+		}
+	}
+	if !f.Absent("get_compression_lineage") {
+		for _, e := range f.ExtrasOf("get_compression_lineage") {
+			id := e.Args[0].(string)
+			want := wantOf(t, e.Result)
+			if want == nil {
+				continue // the method came in a later version
+			}
+			got, err := runJSON(t, path, "sessions", "lineage", id)
+			var chain any
+			if err == nil {
+				chain = got.(map[string]any)["compression_chain"]
+			}
+			check("lineage", "sessions lineage "+id+": compression_chain", want, chain, err)
+		}
+	}
+	for _, e := range f.ExtrasOf("resolve_session_id") {
+		if f.Absent("resolve_session_id") {
+			break
+		}
+		prefix := e.Args[0].(string)
+		want := wantOf(t, e.Result)
+		got, err := runJSON(t, path, "sessions", "show", prefix)
+		var id any
+		switch {
+		case err == nil:
+			id = got.(map[string]any)["id"]
+		case want == nil && (errors.Is(err, hs.ErrNotFound) || errors.Is(err, hs.ErrConflict)):
+			err = nil // no unique session: Hermes returned None
+		}
+		check("resolve", "sessions show "+prefix, want, id, err)
+	}
+	if !f.Absent("resolve_resume_session_id") {
+		for _, e := range f.ExtrasOf("resolve_resume_session_id") {
+			id := e.Args[0].(string)
+			want := wantOf(t, e.Result)
+			if want == nil {
+				continue
+			}
+			got, err := runJSON(t, path, "sessions", "resume", id)
+			var to any
+			if err == nil {
+				to = got.(map[string]any)["id"]
+			}
+			check("resolve", "sessions resume "+id, want, to, err)
+		}
+	}
 	return out
 }
 

@@ -121,7 +121,12 @@ func (s *server) window(ctx context.Context, id string, offset, limit int, opt r
 	if err != nil {
 		return nil, 0, err
 	}
-	return repo.ToConversation(p.Messages, opt), int(p.Total), nil
+	// A Hermes file read as it is replays as its version did.
+	v, err := s.st.SchemaVersion(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	return repo.ToConversation(p.Messages, opt.ForHermes(v)), int(p.Total), nil
 }
 
 // pageItem converts a replay item to the map a page carries (the item's
