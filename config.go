@@ -63,6 +63,17 @@ type Config struct {
 	// like a SQLite busy error, then fails with ErrBusy.
 	LockTimeout time.Duration
 
+	// ReadDSNs are read-only hot standbys of the PostgreSQL server (each a
+	// postgres:// URL; the same database and Schema). Listing, search,
+	// export and the other reads go to one of them while it has replayed
+	// every write this store made (read your writes) and lags by at most
+	// ReplicaMaxLag; otherwise, and when one is down, they go to the
+	// primary. Nothing is ever written to a replica. PostgreSQL only.
+	ReadDSNs []string
+	// ReplicaMaxLag is the replay lag beyond which a replica is not read;
+	// default 5 s.
+	ReplicaMaxLag time.Duration
+
 	// JournalMode: wal (default) or delete. A file already in WAL is never
 	// switched back to delete (never live-downgrade), as Hermes does.
 	JournalMode JournalMode
@@ -249,12 +260,20 @@ func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch c.Driver {
 	case DriverSQLite:
+		if len(c.ReadDSNs) > 0 {
+			return errs.Errorf(ErrInvalid, op, "read replicas (ReadDSNs, --read-db) are for a PostgreSQL store")
+		}
 	case DriverPostgres:
 		if c.DSN == "" {
 			return errs.Errorf(ErrInvalid, op, "the PostgreSQL driver needs a DSN (postgres://user@host:port/db)")
 		}
 		if err := pgsql.CheckSchema(c.Schema); err != nil {
 			return errs.Wrap(ErrInvalid, op, err, err.Error())
+		}
+		for _, r := range c.ReadDSNs {
+			if !pgsql.IsDSN(r) {
+				return errs.Errorf(ErrInvalid, op, "a read replica must be a postgres:// URL, not %q", pgsql.Redact(r))
+			}
 		}
 	default:
 		return errs.Errorf(ErrInvalid, op, "unknown driver %q (sqlite or postgres)", c.Driver)

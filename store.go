@@ -688,7 +688,13 @@ func (s *Store) closeHandles() error {
 	}
 	var errs []error
 	seen := map[*gorm.DB]bool{}
-	for _, g := range []*gorm.DB{s.db.R, s.db.W} {
+	handles := []*gorm.DB{s.db.R, s.db.W}
+	if s.db.Replicas != nil {
+		for _, r := range s.db.Replicas.List {
+			handles = append(handles, r.DB)
+		}
+	}
+	for _, g := range handles {
 		if g == nil || seen[g] {
 			continue
 		}

@@ -103,9 +103,52 @@ func (s *Store) openPostgres(ctx context.Context) error {
 	} else if err := s.pgHasStore(ctx); err != nil {
 		return err
 	}
+	if len(cfg.ReadDSNs) > 0 {
+		rs, err := openReplicas(cfg)
+		if err != nil {
+			return err
+		}
+		s.db.Replicas = rs
+	}
 	s.sessions = repo.NewSessions(s.db)
 	s.messages = repo.NewMessages(s.db)
 	return nil
+}
+
+// openReplicas opens a read-only pool per read replica (connections are
+// made on first use: a replica that is down costs nothing at Open).
+func openReplicas(cfg Config) (*repo.Replicas, error) {
+	rs := &repo.Replicas{MaxLag: cfg.ReplicaMaxLag}
+	for _, dsn := range cfg.ReadDSNs {
+		pc, err := pgsql.ParseConfig(dsn, cfg.Schema)
+		if err != nil {
+			return nil, errs.Wrap(ErrInvalid, "open", err, "cannot parse the read replica DSN "+pgsql.Redact(dsn))
+		}
+		pc.RuntimeParams["default_transaction_read_only"] = "on"
+		if pc.ConnectTimeout == 0 || pc.ConnectTimeout > 2*time.Second {
+			pc.ConnectTimeout = 2 * time.Second // a replica that is down falls back quickly
+		}
+		sqlDB := pgsql.OpenDB(*pc)
+		sqlDB.SetMaxOpenConns(cfg.MaxOpenConns)
+		sqlDB.SetMaxIdleConns(cfg.MaxIdleConns)
+		sqlDB.SetConnMaxLifetime(cfg.ConnMaxLifetime)
+		g, err := gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true, DisableAutomaticPing: true})
+		if err != nil {
+			_ = sqlDB.Close()
+			return nil, errtext.Storage("open", err, "cannot open the read replica "+pgsql.Redact(dsn), "")
+		}
+		rs.List = append(rs.List, &repo.Replica{Name: pgsql.Redact(dsn), DB: g})
+	}
+	return rs, nil
+}
+
+// ReplicaStats returns how many reads the store's read replicas served and
+// how many went to the primary instead (zero without replicas).
+func (s *Store) ReplicaStats() repo.ReplicaStats {
+	if s.db == nil {
+		return repo.ReplicaStats{}
+	}
+	return s.db.Replicas.Stats()
 }
 
 // pgHasStore refuses a schema that holds no store (no sessions table):

@@ -62,6 +62,9 @@ type DB struct {
 	// shape, package asis), 0 otherwise. Reads answer as that version of
 	// Hermes did where its rules differ (search, listing, replay).
 	AsIs int
+	// Replicas, when set, are read-only hot standbys that serve reads
+	// while they have replayed every write of this process (replica.go).
+	Replicas *Replicas
 
 	writes atomic.Int64
 	closed atomic.Bool
@@ -145,6 +148,9 @@ func (d *DB) Write(ctx context.Context, kind sqlitex.Kind, op string, fn func(tx
 	if c := d.Corrupt(); c != nil {
 		return errs.Wrap(errs.ErrCorrupt, op, c, "an earlier write found the database file damaged; run `hermes-state doctor`")
 	}
+	// Even a failed write may have committed (a lost connection after
+	// COMMIT): reads from now on must see what the primary holds.
+	defer d.MarkWritten()
 	budget := d.budget(kind)
 	deadline := time.Now().Add(budget)
 	res, err := sqlitex.RetryIf(ctx, budget, d.retryable(), func() error {
@@ -254,6 +260,18 @@ func Read[T any](ctx context.Context, d *DB, op string, fn func(tx *gorm.DB) (T,
 				out, err = fn(tx)
 				return err
 			})
+		}
+		if rs := d.Replicas; rs != nil {
+			if r := d.replicaFor(ctx); r != nil {
+				out, err = fn(r.DB.WithContext(ctx))
+				var verdict *errs.Error
+				if err == nil || errors.As(err, &verdict) || ctx.Err() != nil {
+					rs.served.Add(1)
+					return err
+				}
+				rs.markDown(d, r, err) // then the primary answers
+			}
+			rs.fallbacks.Add(1)
 		}
 		out, err = fn(d.R.WithContext(ctx))
 		return err

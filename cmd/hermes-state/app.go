@@ -22,6 +22,7 @@ import (
 type app struct {
 	dbPath      string
 	schema      string
+	readDBs     []string
 	journalMode string
 	jsonOut     bool
 	verbose     bool
@@ -48,6 +49,7 @@ func (a *app) config() hs.Config {
 	}
 	if hs.IsPostgresDSN(a.dbPath) {
 		cfg.Path, cfg.DSN, cfg.Schema = "", a.dbPath, a.schema
+		cfg.ReadDSNs = a.readDBs
 	}
 	return cfg
 }
@@ -70,6 +72,9 @@ func (a *app) location() string {
 func (a *app) checkFlags() error {
 	if a.schema != "" && !hs.IsPostgresDSN(a.dbPath) {
 		return invalidf("--schema applies to a PostgreSQL store: give --db a postgres:// URL")
+	}
+	if len(a.readDBs) > 0 && !hs.IsPostgresDSN(a.dbPath) {
+		return invalidf("--read-db applies to a PostgreSQL store: give --db the primary's postgres:// URL")
 	}
 	switch strings.ToLower(strings.TrimSpace(a.journalMode)) {
 	case "", "wal", "delete":

@@ -42,6 +42,7 @@ func newRoot(a *app) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dbPath, "db", "", "state database: a SQLite file path (default $HERMES_HOME/state.db, else ~/.hermes/state.db) or a postgres:// URL")
 	pf.StringVar(&a.schema, "schema", "", "PostgreSQL schema holding the store (with a postgres:// --db; default public)")
+	pf.StringSliceVar(&a.readDBs, "read-db", nil, "PostgreSQL read replica (a hot standby's postgres:// URL; repeat or comma-separate for several): listings, search, export, browse and MCP read there while it has replayed this process's writes, else from --db")
 	pf.StringVar(&a.journalMode, "journal-mode", "", "SQLite journal mode commands that write keep or set: wal or delete (for network filesystems); default: wal for new files and writes, and doctor/repair leave a file's own mode alone")
 	pf.BoolVar(&a.jsonOut, "json", false, "print data as JSON")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug details to stderr (search: also its route)")

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -150,4 +151,32 @@ func TestCLICopyNamesTheSource(t *testing.T) {
 	var m map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &m))
 	require.Equal(t, src, m["from"])
+}
+
+// TestCLIReadReplica (issue 21, item 3): --read-db gives the commands a
+// hot standby to read from: a session written on the primary is listed
+// through it once replayed, a store search through it finds the demo
+// text, and --read-db without a PostgreSQL --db is refused (exit 2).
+func TestCLIReadReplica(t *testing.T) {
+	replica := pgtest.ReplicaDSN(t)
+	dsn, schema := pgtest.Schema(t)
+	db := []string{"--db", dsn, "--schema", schema}
+	_, err := run(t, append(db, "demo")...)
+	require.NoError(t, err)
+	withReplica := append(append([]string{}, db...), "--read-db", replica)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := run(t, append(withReplica, "--json", "sessions", "list", "--by-activity")...)
+		require.NoError(t, err)
+		var sessions []map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &sessions))
+		if len(sessions) == 3 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the replica never showed the 3 demo sessions: %s", out)
+		time.Sleep(100 * time.Millisecond)
+	}
+	_, err = run(t, "--db", filepath.Join(t.TempDir(), "state.db"), "--read-db", replica, "sessions", "list")
+	require.Error(t, err)
+	require.Equal(t, 2, exitCode(err), errText(err))
 }

@@ -109,3 +109,25 @@ func QueryInt(t testing.TB, dsn, q string) int64 {
 	}
 	return n
 }
+
+// EnvReplicaDSN names a streaming hot standby of the test server (same
+// database), for the read-replica tests.
+const EnvReplicaDSN = "HERMESSTATE_PG_REPLICA_DSN"
+
+// ReplicaDSN returns the standby's DSN, skipping t when none is configured
+// (failing under $CI, where .ci/run starts one) and failing it when the
+// server there is not a standby.
+func ReplicaDSN(t testing.TB) string {
+	t.Helper()
+	dsn := strings.TrimSpace(os.Getenv(EnvReplicaDSN))
+	if dsn == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set but " + EnvReplicaDSN + " is not: CI runs the read-replica tests (.ci/run starts a standby with .ci/pg-replica.sh and sets it)")
+		}
+		t.Skip("read-replica tests are disabled: start a standby with `bash .ci/pg-replica.sh` and set " + EnvReplicaDSN + " to the DSN it prints")
+	}
+	if QueryInt(t, dsn, "SELECT CASE WHEN pg_is_in_recovery() THEN 1 ELSE 0 END") != 1 {
+		t.Fatalf("%s is set but %s is not a hot standby", EnvReplicaDSN, dsn)
+	}
+	return dsn
+}
