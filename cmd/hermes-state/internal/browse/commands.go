@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -35,10 +36,12 @@ type (
 	}
 	debounceMsg struct{ seq int }
 	searchMsg   struct {
-		seq   int
-		query string
-		rows  []row
-		err   error
+		seq    int
+		query  string
+		offset int  // of the message hits (0: the first page)
+		more   bool // more message hits match than were read
+		rows   []row
+		err    error
 	}
 	titleCheckMsg struct{ err error }
 	sessionMsg    struct {
@@ -131,14 +134,35 @@ func (m *Model) titleCheckCmd() tea.Cmd {
 	}
 }
 
-// searchLimit is the number of hits a search shows.
+// searchLimit is the number of message hits a search reads at a time;
+// scrolling to the end reads the next ones.
 const searchLimit = 100
 
-// searchCmd runs a search and names each hit's session by its title.
-func (m *Model) searchCmd(ctx context.Context, seq int, query, src string) tea.Cmd {
+// titleLimit is the number of sessions found by title a search shows.
+const titleLimit = 20
+
+// searchCmd runs a search from the offset-th message hit and names each
+// hit's session by its title. The first page starts with the sessions
+// whose title holds the query (rows with role "title", opened at their
+// start).
+func (m *Model) searchCmd(ctx context.Context, seq int, query, src string, offset int) tea.Cmd {
 	st := m.opt.Store
 	return func() tea.Msg {
-		opt := repo.SearchOptions{Limit: searchLimit}
+		var out []row
+		if offset == 0 {
+			rs, err := st.Listing().Rich(ctx, repo.RichOptions{Source: src, Limit: titleLimit, SearchQuery: query, OrderByLastActive: true})
+			if err != nil {
+				return searchMsg{seq: seq, query: query, err: err}
+			}
+			for _, r := range rs {
+				if r.Title == nil || !titleHas(*r.Title, query) {
+					continue // an id match: the search box is about words
+				}
+				out = append(out, row{id: r.ID, title: *r.Title, source: r.Source, when: r.LastActive, count: -1, role: "title",
+					text: ">>>" + *r.Title + "<<<"})
+			}
+		}
+		opt := repo.SearchOptions{Limit: searchLimit + 1, Offset: offset}
 		if src != "" {
 			opt.Sources = []string{src}
 		}
@@ -146,8 +170,9 @@ func (m *Model) searchCmd(ctx context.Context, seq int, query, src string) tea.C
 		if err != nil {
 			return searchMsg{seq: seq, query: query, err: err}
 		}
+		more := len(hits) > searchLimit
+		hits = hits[:min(len(hits), searchLimit)]
 		titles := map[string]string{}
-		out := make([]row, 0, len(hits))
 		for _, h := range hits {
 			title, ok := titles[h.SessionID]
 			if !ok {
@@ -163,8 +188,28 @@ func (m *Model) searchCmd(ctx context.Context, seq int, query, src string) tea.C
 			}
 			out = append(out, r)
 		}
-		return searchMsg{seq: seq, query: query, rows: out}
+		return searchMsg{seq: seq, query: query, offset: offset, more: more, rows: out}
 	}
+}
+
+// titleHas reports whether title holds every word of query, case and
+// punctuation aside (what Listing's SearchQuery matched on the title).
+func titleHas(title, query string) bool {
+	norm := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) {
+				return unicode.ToLower(r)
+			}
+			return -1
+		}, s)
+	}
+	t := norm(title)
+	for _, w := range strings.Fields(query) {
+		if !strings.Contains(t, norm(w)) {
+			return false
+		}
+	}
+	return strings.TrimSpace(query) != ""
 }
 
 func (m *Model) sessionCmd(gen int, id string) tea.Cmd {

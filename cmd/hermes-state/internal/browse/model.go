@@ -101,6 +101,9 @@ type Model struct {
 	searching    bool
 	hits         []row
 	hitsQuery    string
+	hitsMore     bool // more message hits match: scrolling on reads them
+	hitsLoading  bool
+	msgHits      int // message hits read (hits also holds title rows)
 	searchErr    error
 	searchCancel context.CancelFunc
 
@@ -258,10 +261,21 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.seq != m.searchSeq {
 			return m, nil // a newer query was typed
 		}
-		m.searching = false
-		m.hits, m.hitsQuery, m.searchErr = msg.rows, msg.query, msg.err
+		m.searching, m.hitsLoading = false, false
+		if msg.err != nil || msg.offset == 0 {
+			m.hits, m.hitsQuery, m.searchErr = msg.rows, msg.query, msg.err
+			m.msgHits = 0
+		} else if msg.offset == m.msgHits {
+			m.hits = append(m.hits, msg.rows...)
+		}
+		for _, r := range msg.rows {
+			if r.msgID > 0 {
+				m.msgHits++
+			}
+		}
+		m.hitsMore = msg.more && msg.err == nil
 		m.clampCursor()
-		return m, nil
+		return m, m.maybeMore()
 	case titleCheckMsg:
 		m.titleBlocked = msg.err
 		return m, nil
@@ -406,6 +420,10 @@ func (m *Model) listKey(k tea.KeyPressMsg) tea.Cmd {
 	page := max(1, m.listHeight()-1)
 	switch k.String() {
 	case "esc":
+		if m.status != "" && m.statusErr {
+			m.setStatus("", false) // dismiss the error; the next esc goes on
+			return nil
+		}
 		if m.input.Value() != "" {
 			m.input.SetValue("")
 			return m.queryChanged()
@@ -484,9 +502,19 @@ func (m *Model) clampCursor() {
 	}
 }
 
-// maybeMore asks for the next listing page when the cursor nears the end.
+// maybeMore asks for the next listing page (or page of search hits) when
+// the cursor nears the end.
 func (m *Model) maybeMore() tea.Cmd {
-	if m.query() != "" || !m.listMore || m.listLoading || m.cursor < len(m.sessions)-m.listHeight() {
+	if m.query() != "" {
+		if !m.hitsMore || m.hitsLoading || m.searching || m.cursor < len(m.hits)-m.listHeight() {
+			return nil
+		}
+		m.hitsLoading = true
+		ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
+		m.searchCancel = cancel
+		return m.searchCmd(ctx, m.searchSeq, m.hitsQuery, m.source(), m.msgHits)
+	}
+	if !m.listMore || m.listLoading || m.cursor < len(m.sessions)-m.listHeight() {
 		return nil
 	}
 	m.listLoading = true
@@ -503,6 +531,7 @@ func (m *Model) queryChanged() tea.Cmd {
 	}
 	if m.query() == "" {
 		m.searching, m.hits, m.hitsQuery, m.searchErr = false, nil, "", nil
+		m.hitsMore, m.hitsLoading, m.msgHits = false, false, 0
 		return nil
 	}
 	m.searching = true
@@ -517,7 +546,8 @@ func (m *Model) startSearch() tea.Cmd {
 	ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
 	m.searchCancel = cancel
 	m.searching = true
-	return m.searchCmd(ctx, m.searchSeq, m.query(), m.source())
+	m.hitsMore, m.hitsLoading = false, false
+	return m.searchCmd(ctx, m.searchSeq, m.query(), m.source(), 0)
 }
 
 func (m *Model) cycleSource(d int) tea.Cmd {
@@ -719,6 +749,8 @@ func (m *Model) listView() string {
 		state = stError.Render("search failed: " + errText(m.searchErr))
 	case searching && m.searching:
 		state = stDim.Render("searching…")
+	case searching && m.hitsMore:
+		state = stDim.Render(fmt.Sprintf("first %s for %q, more as you scroll", plural(len(rs), "hit"), clean(m.hitsQuery, false)))
 	case searching:
 		state = stDim.Render(fmt.Sprintf("%s for %q", plural(len(rs), "hit"), clean(m.hitsQuery, false)))
 	case m.listErr != nil:
