@@ -412,7 +412,8 @@ func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
 // tables (package asis). The file is read as it is; nothing is written to
 // it or beside it. It returns the pool to use and the file's schema
 // version when the views are in place (0 for a file already in the v30
-// shape, or a newer one, which is read with its own tables).
+// shape, a newer one, which is read with its own tables, or one without a
+// schema version), and the error of reading the file's schema.
 func (s *Store) presentAsV30(ctx context.Context, g *gorm.DB) (*gorm.DB, int, error) {
 	const op = "open"
 	path := s.cfg.Path
@@ -441,10 +442,9 @@ func (s *Store) presentAsV30(ctx context.Context, g *gorm.DB) (*gorm.DB, int, er
 	if err != nil {
 		return nil, 0, err
 	}
-	if fv < 1 {
-		fv = 1
-	}
-	return g, fv, nil
+	// A file without a schema version (not Hermes-made) is shown in the
+	// v30 shape and answers by the current rules (AsIs 0).
+	return g, max(fv, 0), nil
 }
 
 // openReadOnlyPool opens path for reading and reads its schema once. Where
