@@ -69,14 +69,18 @@ func normalizeMessages(db *gorm.DB) {
 }
 
 // NormalizeMessage applies Hermes' insert rules to m: an invalid or
-// out-of-window timestamp becomes now, and active is 1. The callback runs
-// it on every message GORM inserts; the lone-append path of repo calls it
-// itself.
+// out-of-window timestamp becomes now, active is 1, and display_identity is
+// what Hermes v30 writes (models.DisplayIdentity), unless m carries one.
+// The callback runs it on every message GORM inserts; the insert paths of
+// repo call it themselves before they choose the columns to write.
 func NormalizeMessage(m *models.Message, now models.Epoch) {
 	if !m.Timestamp.Sane() {
 		m.Timestamp = now
 	}
 	m.Active = 1
+	if m.DisplayIdentity == nil {
+		m.DisplayIdentity = models.DisplayIdentity(m)
+	}
 }
 
 // CountedToolCalls is what m adds to its session's tool_call_count: the

@@ -747,13 +747,14 @@ func insertImported(tx *gorm.DB, s *models.Session) (missingParent string, err e
 	return missingParent, tx.Create(s).Error
 }
 
-// messageInsertCols are the columns Import writes (display_identity and
-// display_order are left to Hermes' display triggers). importValues and
-// importSession.count depend on this order (role second, tool_calls fifth).
+// messageInsertCols are the columns Import writes (display_identity as
+// Hermes writes it, models.DisplayIdentity; display_order is left to
+// Hermes' display triggers). importValues and importSession.count depend on
+// this order (role second, tool_calls fifth).
 var messageInsertCols = []string{"session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "effect_disposition",
 	"timestamp", "token_count", "finish_reason", "reasoning", "reasoning_content", "reasoning_details", "codex_reasoning_items",
 	"codex_message_items", "platform_message_id", "observed", "_compressed_summary", "active", "compacted", "api_content",
-	"display_kind", "display_metadata"}
+	"display_kind", "display_metadata", "display_identity"}
 
 func nullText(t []byte) any {
 	if len(t) == 0 {
@@ -888,8 +889,19 @@ func importValues(sessionID string, m *importMsg) ([]any, error) {
 			return nil, fmt.Errorf("display_metadata must be a JSON object")
 		}
 	}
+	row := models.Message{Role: m.Role, ToolCallID: m.ToolCallID, ToolName: m.ToolName, Timestamp: m.Timestamp, CompressedSummary: m.CompressedSummary}
+	if s, ok := content.(string); ok {
+		row.Content = &s
+	}
+	if s, ok := tc.(string); ok {
+		row.ToolCalls = models.JSON(s)
+	}
+	var identity any
+	if id := models.DisplayIdentity(&row); id != nil {
+		identity = id
+	}
 	return []any{sessionID, m.Role, content, m.ToolCallID, tc, m.ToolName, m.EffectDisposition, float64(m.Timestamp), m.TokenCount,
 		m.FinishReason, m.Reasoning, m.ReasoningContent, nullText(m.ReasoningDetails), nullText(m.CodexReasoningItems),
 		nullText(m.CodexMessageItems), m.PlatformMessageID, m.Observed, m.CompressedSummary, active, m.Compacted,
-		m.APIContent, m.DisplayKind, dm}, nil
+		m.APIContent, m.DisplayKind, dm, identity}, nil
 }

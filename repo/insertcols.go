@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"github.com/hermesstate/hermesstate/hooks"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -30,6 +31,12 @@ import (
 // SQLite it leaves out the columns that are absent in every row
 // (omitColumns). One row is one INSERT, more go in batches of batchRows.
 func (r *messageRepo) insertRows(tx *gorm.DB, rows []*models.Message) error {
+	// The insert rules (display_identity included) apply before the
+	// columns are chosen: a column is left out only when no row has it.
+	now := models.Now()
+	for _, m := range rows {
+		hooks.NormalizeMessage(m, now)
+	}
 	q := tx
 	if r.db.Dialect == SQLite {
 		if omit := omitColumns(r.defaults.load(tx), rows); len(omit) > 0 {
