@@ -217,6 +217,12 @@ func (s *Store) prepare(ctx context.Context, w *gorm.DB) error {
 	if err := migrations.Run(ctx, w); err != nil {
 		return err
 	}
+	if err := migrations.StampHermesFile(ctx, w); err != nil {
+		if errors.Is(err, ErrBusy) {
+			return err
+		}
+		return classifyOpenErr(op, err, s.cfg.Path)
+	}
 	return repo.PrepareSearch(ctx, s.db)
 }
 
