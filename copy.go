@@ -6,14 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/errtext"
@@ -320,6 +317,26 @@ func copyTable(stx, dtx *gorm.DB, t string, cols []schemaref.Column, opt CopyOpt
 	return n, flush()
 }
 
+// snapshotInto writes g's database to path with VACUUM INTO on one
+// connection, with PRAGMA query_only lifted there (the pool is closed
+// right after, so the connection is never reused).
+func snapshotInto(ctx context.Context, g *gorm.DB, path string) error {
+	pool, err := g.DB()
+	if err != nil {
+		return err
+	}
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA query_only = 0"); err != nil {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, "VACUUM INTO ?", path)
+	return err
+}
+
 // snapshotPrefix starts the name of OpenSnapshot's temporary directory.
 const snapshotPrefix = "hermesstate-snapshot-"
 
@@ -350,13 +367,16 @@ func OpenSnapshot(ctx context.Context, path string, cfg Config) (*Store, func(),
 		cleanupDir()
 		return nil, nil, errs.Wrap(ErrStorage, op, err, "cannot create the snapshot file: "+sqlitex.Describe(err))
 	}
-	abs, _ := filepath.Abs(path)
-	g, err := gorm.Open(sqlite.Open("file:"+abs+"?mode=ro&_pragma=busy_timeout(5000)"), &gorm.Config{Logger: logger.Discard})
+	// The source is read the way read commands read a file (nothing left
+	// beside it, a read-only place served; see openReadOnlyPool), on one
+	// connection whose query_only is lifted for VACUUM INTO, which only
+	// reads the source.
+	g, _, err := openReadOnlyPool(ctx, path, 5*time.Second, 0, nil)
 	if err != nil {
 		cleanupDir()
-		return nil, nil, classifyOpenErr(op, err, path)
+		return nil, nil, err
 	}
-	err = g.WithContext(ctx).Exec("VACUUM INTO ?", tmp).Error
+	err = snapshotInto(ctx, g, tmp)
 	if d, e := g.DB(); e == nil {
 		_ = d.Close()
 	}

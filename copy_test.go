@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -137,10 +138,11 @@ func TestCopyFixturesToPostgres(t *testing.T) {
 		t.Run(f.Name, func(t *testing.T) {
 			ctx := fixturetest.Ctx(t)
 			path := f.CopyDB(t)
-			before := fileHash(t, path)
+			before, listing := fileHash(t, path), fixturetest.Listing(t, filepath.Dir(path))
 			src, cleanup, err := hs.OpenSnapshot(ctx, path, hs.Config{})
 			require.NoError(t, err)
 			defer cleanup()
+			require.Equal(t, listing, fixturetest.Listing(t, filepath.Dir(path)), "the snapshot left files beside the source")
 			dst := hermesstatetest.Open(t, hermesstatetest.Postgres, hs.Config{})
 			var calls int
 			var last int64
