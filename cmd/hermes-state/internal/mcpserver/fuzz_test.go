@@ -21,7 +21,9 @@ func FuzzToolArguments(f *testing.F) {
 	}
 	for _, s := range []string{`{"query":"zebrafinch"}`, `{"session_id":"s-big","offset":140,"limit":3,"max_bytes":1024}`,
 		`{"session_id":"s-","title":"t","text":"n"}`, `null`, `{}`, `"x"`, `{"limit":9007199254740993}`,
-		`{"query":"\u0000","sources":[null]}`, `{"session_id":"s-tg","text":"\ud800"}`} {
+		`{"query":"\u0000","sources":[null]}`, `{"session_id":"s-tg","text":"\ud800"}`,
+		`{"session_id":"s-big","around":3,"window":2,"compact":true,"tool_output_chars":5}`, `{"session_id":"s-big","index":90,"offset":307000}`,
+		`{"query":"message","since":"2025-12-25","until":"1767000100"}`, `{"title":"x","since":"2026-01-01T00:00:00Z"}`, `{"top":3,"since":"1e9"}`} {
 		f.Add([]byte(s))
 	}
 	st := openSQLite(f, f.TempDir()+"/state.db")
