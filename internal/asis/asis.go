@@ -167,7 +167,11 @@ func execConn(ctx context.Context, conn driver.Conn, stmt string) error {
 		return err
 	}
 	defer st.Close()
-	//nolint:staticcheck // driver.Stmt.Exec is the fallback for drivers without ExecerContext
+	if sc, ok := st.(driver.StmtExecContext); ok {
+		_, err = sc.ExecContext(ctx, nil)
+		return err
+	}
+	//lint:ignore SA1019 the fallback of a driver without the context methods
 	_, err = st.Exec(nil)
 	return err
 }
