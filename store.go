@@ -217,11 +217,13 @@ func (s *Store) prepare(ctx context.Context, w *gorm.DB) error {
 	if err := migrations.Run(ctx, w); err != nil {
 		return err
 	}
-	if err := migrations.StampHermesFile(ctx, w); err != nil {
-		if errors.Is(err, ErrBusy) {
-			return err
+	for _, step := range []func(context.Context, *gorm.DB) error{migrations.StampHermesFile, migrations.TrigramWithoutNUL} {
+		if err := step(ctx, w); err != nil {
+			if errors.Is(err, ErrBusy) {
+				return err
+			}
+			return classifyOpenErr(op, err, s.cfg.Path)
 		}
-		return classifyOpenErr(op, err, s.cfg.Path)
 	}
 	return repo.PrepareSearch(ctx, s.db)
 }

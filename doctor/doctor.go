@@ -214,6 +214,7 @@ type state struct {
 	counterRows  int64
 	unadopted    bool             // the file is not adopted yet (baseline step pending)
 	hotJournal   bool             // a hot journal must be rolled back before anything else
+	trigramFeed  bool             // the trigram view/triggers feed text past U+0000
 	activeCol    bool             // messages has the active column
 	activity     bool             // the activity table must be rebuilt
 	orphans      map[string]int64 // "table.column" -> rows

@@ -195,6 +195,7 @@ func (c *checker) fts() {
 	}
 	c.ftsObjects(tables, meta[ftsStaleKey] == "1")
 	c.olderTrigramIndexes()
+	c.trigramFeed()
 	c.cjkIndex()
 	if t, ok := tables["messages_fts_cjk"]; ok && meta[ftsCJKStaleKey] != "1" {
 		for _, n := range []string{"_insert", "_delete", "_update"} {
@@ -713,4 +714,25 @@ func CheckIndexes(ctx context.Context, path string) ([]repo.FTSCheck, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// trigramFeed notes a trigram index whose view or triggers still feed it
+// text past U+0000 (Hermes' own, which SQLite < 3.45 and 3.45+ tokenize
+// differently: see ftsql.TrigramWithoutNUL); the next writable open or
+// repair rewrites them. It is information: the index is consistent for
+// the SQLite that wrote it.
+func (c *checker) trigramFeed() {
+	if _, ok := c.r.state.ftsByName[hfts.TrigramTable]; !ok {
+		return
+	}
+	g, err := gormOn(c.db)
+	if err != nil {
+		return
+	}
+	feeds, err := hfts.TrigramFeedsNUL(g.WithContext(c.ctx))
+	if err != nil || !feeds {
+		return
+	}
+	c.r.state.trigramFeed = true
+	c.r.add(CheckFTS, Info, hfts.TrigramTable, "", "the view and triggers of %s feed it text past U+0000, which SQLite before 3.45 (Hermes') and after index differently; the next writable open (or repair) feeds it each text up to its first U+0000, so both index alike", hfts.TrigramTable)
 }

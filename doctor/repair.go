@@ -231,7 +231,8 @@ func (rp *repairer) run() error {
 		rp.fixIndexes,         // 6. indexes that disagree with their tables
 		rp.fixCounters,        // 7. session counters
 		rp.fixActivity,        // 8. the session activity table
-		rp.optimizeFTSIndexes, // 9. FTS indexes of more than one segment
+		rp.fixTrigramFeed,     // 9. the trigram index fed up to U+0000
+		rp.optimizeFTSIndexes, // 10. FTS indexes of more than one segment
 	} {
 		if err := step(); err != nil {
 			return err
@@ -427,6 +428,31 @@ func (rp *repairer) fixActivity() error {
 		return nil
 	}
 	return rp.execAll("activity", repo.SessionActivityStatements(), nil)
+}
+
+// fixTrigramFeed makes the trigram view and triggers feed each text up to
+// its first U+0000 (ftsql.TrigramWithoutNUL) on an adopted file, checking
+// the file again (repair may have recreated a trigger from Hermes' text).
+func (rp *repairer) fixTrigramFeed() error {
+	if rp.st.unadopted {
+		return nil // adoption's work
+	}
+	if !rp.opts.DryRun {
+		feeds, err := hfts.TrigramFeedsNUL(rp.g)
+		if err != nil || !feeds {
+			return err
+		}
+	} else if !rp.st.trigramFeed {
+		return nil
+	}
+	rp.act("fts", hfts.TrigramTable, "feed "+hfts.TrigramTable+" each text up to its first U+0000, as every SQLite indexes it alike", 0)
+	if rp.opts.DryRun {
+		return nil
+	}
+	return rp.gtx("trigram feed", func(tx *gorm.DB) error {
+		_, err := hfts.TrigramWithoutNUL(tx)
+		return err
+	})
 }
 
 // optimizeFTSIndexes merges the segments of every FTS index that holds

@@ -128,3 +128,31 @@ func ftsStampDue(db *gorm.DB) (bool, error) {
 	err = db.Raw("SELECT count(*) FROM state_meta WHERE key IN ('fts_storage_version', ?)", ftsql.MetaHighWater).Scan(&n).Error
 	return n == 0, err
 }
+
+// TrigramWithoutNUL makes the trigram index of a SQLite file fed text
+// without U+0000, at a writable open (ftsql.TrigramWithoutNUL: SQLite
+// before 3.45 and after tokenize U+0000 differently, and Hermes' 3.40.1
+// shares the file). It checks first and writes only when the trigram view
+// or triggers still feed U+0000, in one BEGIN IMMEDIATE transaction retried
+// on lock errors for up to 20 s. It returns an error wrapping errs.ErrBusy
+// when the lock could not be had, or the failing statement's error.
+func TrigramWithoutNUL(ctx context.Context, db *gorm.DB) error {
+	if isPostgres(db) {
+		return nil
+	}
+	db = db.WithContext(ctx)
+	need, err := ftsql.TrigramFeedsNUL(db)
+	if err != nil || !need {
+		return err
+	}
+	res, err := sqlitex.Retry(ctx, 20*time.Second, func() error {
+		return db.Transaction(func(tx *gorm.DB) error {
+			_, err := ftsql.TrigramWithoutNUL(tx)
+			return err
+		})
+	})
+	if err != nil && sqlitex.IsLock(err) {
+		return errs.Wrap(errs.ErrBusy, "open", err, fmt.Sprintf("another process held the write lock for %s", res.Waited.Round(time.Millisecond)))
+	}
+	return err
+}

@@ -31,7 +31,8 @@ var ftsTriggerNames = []string{
 // StartRebuild begins a chunked rebuild in one write transaction: a file in
 // an older layout is converted to the current layout (old triggers and
 // tables dropped, current objects created), a current one is emptied with
-// 'delete-all', and the markers are set to (progress 0, high water = the
+// 'delete-all', the trigram view and triggers feed text without U+0000
+// (see TrigramWithoutNUL), and the markers are set to (progress 0, high water = the
 // largest message id). Triggers then index only rows above the high water
 // or at or below the progress. It returns the high water. When a rebuild
 // is already pending it changes nothing and returns its high water.
@@ -67,7 +68,7 @@ func StartRebuild(tx *gorm.DB) (int64, error) {
 				return 0, fmt.Errorf("empty %s: %w", t, err)
 			}
 		}
-		return hw, nil
+		return hw, trigramDDLWithoutNUL(tx)
 	}
 	for _, t := range ftsTriggerNames {
 		if err := tx.Exec("DROP TRIGGER IF EXISTS " + t).Error; err != nil {
@@ -89,7 +90,7 @@ func StartRebuild(tx *gorm.DB) (int64, error) {
 			return 0, fmt.Errorf("create %s %s: %w", o.Type, o.Name, err)
 		}
 	}
-	return hw, nil
+	return hw, trigramDDLWithoutNUL(tx)
 }
 
 func metaInt64(tx *gorm.DB, key string) (int64, bool, error) {
