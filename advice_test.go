@@ -2,7 +2,6 @@ package hermesstate_test
 
 import (
 	"context"
-	"database/sql"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/doctor"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
 
 // adviceDamages are damages beyond damages() that doctor must name with a
@@ -41,7 +41,7 @@ func adviceDamages() []damage {
 			require.NoError(t, err)
 			fillStore(t, st, 2, 4)
 			require.NoError(t, st.Close())
-			w, err := sql.Open("sqlite", other+"?_pragma=wal_autocheckpoint(0)")
+			w, err := sqlitex.OpenEnv(other + "?_pragma=wal_autocheckpoint(0)")
 			require.NoError(t, err)
 			w.SetMaxOpenConns(1)
 			_, err = w.Exec("CREATE TABLE filler (x)")
@@ -237,7 +237,7 @@ func TestRepairDryRunWritesNothing(t *testing.T) {
 	require.NoError(t, err)
 	fillStore(t, st, 2, 6)
 	require.NoError(t, st.Close())
-	w, err := sql.Open("sqlite", src+"?_pragma=wal_autocheckpoint(0)")
+	w, err := sqlitex.OpenEnv(src + "?_pragma=wal_autocheckpoint(0)")
 	require.NoError(t, err)
 	w.SetMaxOpenConns(1)
 	defer w.Close()

@@ -6,15 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stretchr/testify/require"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	_ "github.com/glebarez/go-sqlite" // driver "sqlite" for raw checks
-	"github.com/stretchr/testify/require"
-
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -34,7 +33,7 @@ func concOpen(t testing.TB, cfg hs.Config) *hs.Store {
 // concRaw opens an independent database/sql handle on path.
 func concRaw(t testing.TB, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	db, err := sqlitex.OpenEnv(path + "?_pragma=busy_timeout(5000)")
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	return db

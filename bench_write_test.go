@@ -48,8 +48,7 @@ func benchFile(b *testing.B) (string, string) {
 // BEGIN IMMEDIATE, busy 1 s, synchronous NORMAL, foreign keys on.
 func benchRaw(b *testing.B, path string) *sql.DB {
 	b.Helper()
-	dsn := sqlitex.ConnConfig{Path: path, BusyTimeout: time.Second, Synchronous: sqlitex.SyncNormal, ForeignKeys: true, Immediate: true}.DSN()
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sqlitex.OpenEnvConfig(sqlitex.ConnConfig{Path: path, BusyTimeout: time.Second, Synchronous: sqlitex.SyncNormal, ForeignKeys: true, Immediate: true})
 	require.NoError(b, err)
 	db.SetMaxOpenConns(1)
 	b.Cleanup(func() { db.Close() })

@@ -1,14 +1,48 @@
 package hermesstate
 
 import (
-	"github.com/hermesstate/hermesstate/internal/errs"
-	"github.com/hermesstate/hermesstate/internal/pgsql"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/pgsql"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
+
+// SQLite engines (Config.Engine).
+const (
+	// EngineGo is SQLite compiled to Go (modernc.org/sqlite under
+	// github.com/glebarez/sqlite): in every build, no C compiler needed.
+	EngineGo = sqlitex.EngineGo
+	// EngineC is the C SQLite library (github.com/mattn/go-sqlite3 under
+	// gorm.io/driver/sqlite), compiled in by a build with cgo and the tag
+	// sqlite_fts5: statements compiled once per connection, FTS5 search
+	// several times faster. See EngineBuildCommand.
+	EngineC = sqlitex.EngineC
+	// EngineEnv is the environment variable that picks the engine when
+	// Config.Engine is empty.
+	EngineEnv = sqlitex.EnvEngine
+	// EngineBuildCommand installs hermes-state with the C engine.
+	EngineBuildCommand = sqlitex.BuildC
+)
+
+// Engines returns the SQLite engines compiled into this build ("go", and
+// "c" in a build with cgo and the tag sqlite_fts5).
+func Engines() []string {
+	var out []string
+	for _, e := range sqlitex.Engines() {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// DefaultEngine returns the engine of a Config whose Engine is empty and
+// with HERMES_STATE_ENGINE unset: "c" in a build that has it, else "go".
+func DefaultEngine() string { return sqlitex.Default().Name() }
 
 // JournalMode is the configured journal mode of a SQLite file.
 type JournalMode string
@@ -73,6 +107,16 @@ type Config struct {
 	// ReplicaMaxLag is the replay lag beyond which a replica is not read;
 	// default 5 s.
 	ReplicaMaxLag time.Duration
+
+	// Engine picks the SQLite library: EngineGo ("go", pure Go, in every
+	// build) or EngineC ("c", the C library, in a build with cgo and the
+	// tag sqlite_fts5). Empty means the engine HERMES_STATE_ENGINE names,
+	// and when that is unset too, DefaultEngine ("c" where it is compiled
+	// in). Open and Validate refuse "c" in a build without it with an
+	// error wrapping ErrUnsupported that names the build command, and any
+	// other name with ErrInvalid. A file written by one engine is read and
+	// written by the other (and by Hermes). Ignored on PostgreSQL.
+	Engine string
 
 	// JournalMode: wal (default) or delete. A file already in WAL is never
 	// switched back to delete (never live-downgrade), as Hermes does.
@@ -263,6 +307,9 @@ func (c Config) Validate() error {
 		if len(c.ReadDSNs) > 0 {
 			return errs.Errorf(ErrInvalid, op, "read replicas (ReadDSNs, --read-db) are for a PostgreSQL store")
 		}
+		if _, err := c.engine(); err != nil {
+			return err
+		}
 	case DriverPostgres:
 		if c.DSN == "" {
 			return errs.Errorf(ErrInvalid, op, "the PostgreSQL driver needs a DSN (postgres://user@host:port/db)")
@@ -292,4 +339,19 @@ func (c Config) configuredJournal() string {
 		return ""
 	}
 	return string(c.JournalMode)
+}
+
+// engine returns the SQLite engine c picks (see Config.Engine), or an
+// error wrapping ErrUnsupported (not compiled in) or ErrInvalid (no such
+// engine).
+func (c Config) engine() (*sqlitex.Engine, error) {
+	const op = "open"
+	e, err := sqlitex.Resolve(c.Engine)
+	switch {
+	case errors.Is(err, sqlitex.ErrEngineNotBuilt):
+		return nil, errs.Wrap(ErrUnsupported, op, err, err.Error())
+	case err != nil:
+		return nil, errs.Wrap(ErrInvalid, op, err, err.Error())
+	}
+	return e, nil
 }

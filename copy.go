@@ -367,11 +367,16 @@ func OpenSnapshot(ctx context.Context, path string, cfg Config) (*Store, func(),
 		cleanupDir()
 		return nil, nil, errs.Wrap(ErrStorage, op, err, "cannot create the snapshot file: "+sqlitex.Describe(err))
 	}
+	eng, err := cfg.withDefaults().engine()
+	if err != nil {
+		cleanupDir()
+		return nil, nil, err
+	}
 	// The source is read the way read commands read a file (nothing left
 	// beside it, a read-only place served; see openReadOnlyPool), on one
 	// connection whose query_only is lifted for VACUUM INTO, which only
 	// reads the source.
-	g, _, err := openReadOnlyPool(ctx, path, 5*time.Second, 0, nil)
+	g, _, err := openReadOnlyPool(ctx, eng, path, 5*time.Second, 0, nil)
 	if err != nil {
 		cleanupDir()
 		return nil, nil, err

@@ -2,7 +2,6 @@ package hermesstate_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -11,11 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -98,7 +99,7 @@ func rowids(t *testing.T, path string) map[string][]int64 {
 func readable(t *testing.T, path string, orig map[string][]int64) map[string][]int64 {
 	t.Helper()
 	u := &url.URL{Scheme: "file", Path: path}
-	db, err := sql.Open("sqlite", u.String()+"?mode=ro&immutable=1&_pragma=writable_schema(1)")
+	db, err := sqlitex.OpenEnv(u.String() + "?mode=ro&immutable=1&_pragma=writable_schema(1)")
 	require.NoError(t, err)
 	defer db.Close()
 	out := map[string][]int64{}
@@ -136,9 +137,13 @@ func pageSizeOf(t *testing.T, path string) int64 {
 	return ps
 }
 
-// usedPages returns the pages of name (table or index) from dbstat.
+// usedPages returns the pages of name (table or index) from dbstat,
+// through the pure-Go engine whatever the engine under test: dbstat is
+// compiled into it, not into the C engine (mattn's tag sqlite_dbstat). No
+// store has the file open meanwhile.
 func usedPages(t *testing.T, path, name string) []int64 {
-	db := fixturetest.Raw(t, path)
+	db, err := sqlitex.GoEngine.OpenDB(sqlitex.GoEngine.DSN(sqlitex.ConnConfig{Path: path, BusyTimeout: 5 * time.Second}))
+	require.NoError(t, err)
 	defer db.Close()
 	rows, err := db.Query("SELECT pageno FROM dbstat WHERE name = ? ORDER BY pageno", name)
 	require.NoError(t, err)
@@ -382,7 +387,7 @@ func TestDeletedWALOfLiveWriter(t *testing.T) {
 			path := copyTarget(t, tg.path)
 			inMain := countRows(t, path)
 			origIDs := rowids(t, path)
-			w, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)&_pragma=wal_autocheckpoint(0)")
+			w, err := sqlitex.OpenEnv(path + "?_pragma=busy_timeout(5000)&_pragma=wal_autocheckpoint(0)")
 			require.NoError(t, err)
 			w.SetMaxOpenConns(1)
 			t.Cleanup(func() { w.Close() })

@@ -48,7 +48,7 @@ func Doctor(ctx context.Context, cfg Config, opts DoctorOptions) (*DoctorReport,
 	if cfg.Driver == DriverPostgres {
 		return nil, errs.Errorf(ErrUnsupported, "doctor", "doctor examines SQLite files; on PostgreSQL the server keeps integrity (use `hermes-state fts check` for the search indexes, `migrate` for the schema version)")
 	}
-	return doctor.Check(ctx, doctor.Options{Path: cfg.Path, Full: opts.Full, JournalMode: cfg.configuredJournal()})
+	return doctor.Check(ctx, doctor.Options{Path: cfg.Path, Full: opts.Full, JournalMode: cfg.configuredJournal(), Engine: cfg.Engine})
 }
 
 // Doctor examines the store's file (see the package-level Doctor). When a
@@ -111,7 +111,7 @@ type RepairReport = doctor.RepairReport
 func Repair(ctx context.Context, cfg Config, opts RepairOptions) (*RepairReport, error) {
 	cfg = cfg.withDefaults()
 	return doctor.Repair(ctx, doctor.RepairOptions{Path: cfg.Path, JournalMode: cfg.configuredJournal(),
-		DryRun: opts.DryRun, ChunkRows: opts.ChunkRows, Progress: opts.Progress})
+		DryRun: opts.DryRun, ChunkRows: opts.ChunkRows, Progress: opts.Progress, Engine: cfg.Engine})
 }
 
 // RecoverOptions configures Recover.
@@ -125,6 +125,8 @@ type RecoverOptions struct {
 	JournalMode JournalMode
 	// Progress, when set, is called as tables are copied.
 	Progress func(step string, done, total int64)
+	// Engine is the SQLite engine (see Config.Engine).
+	Engine string
 }
 
 // RecoverReport says, per table, what Recover saved and lost, and holds the
@@ -140,5 +142,5 @@ type RecoverReport = doctor.RecoverReport
 // otherwise; the report is returned in every case where work began.
 func Recover(ctx context.Context, opts RecoverOptions) (*RecoverReport, error) {
 	return doctor.Recover(ctx, doctor.RecoverOptions{From: opts.From, To: opts.To, AllowPartial: opts.AllowPartial,
-		JournalMode: string(opts.JournalMode), Progress: opts.Progress})
+		JournalMode: string(opts.JournalMode), Progress: opts.Progress, Engine: opts.Engine})
 }

@@ -16,6 +16,7 @@ import (
 	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/fts"
 	"github.com/hermesstate/hermesstate/internal/ftsql"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -213,7 +214,7 @@ func BenchmarkSearch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	raw, err := sql.Open("sqlite", path+"?_pragma=query_only(1)")
+	raw, err := sqlitex.OpenEnv(path + "?_pragma=query_only(1)")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,13 +2,13 @@ package hermesstate_test
 
 import (
 	"context"
-	"database/sql"
 	"os"
 	"testing"
 	"time"
 
 	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/internal/ftsql"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -46,7 +46,7 @@ func BenchmarkSearchCorpus(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	raw, err := sql.Open("sqlite", path+"?_pragma=query_only(1)")
+	raw, err := sqlitex.OpenEnv(path + "?_pragma=query_only(1)")
 	if err != nil {
 		b.Fatal(err)
 	}

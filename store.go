@@ -20,7 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -37,6 +36,7 @@ import (
 type Store struct {
 	auto     *autoMaintenance // Config.Maintenance runs (maintain.go)
 	cfg      Config
+	engine   *sqlitex.Engine // SQLite only
 	db       *repo.DB
 	version  string
 	journal  string
@@ -78,6 +78,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	open := s.openSQLite
 	if cfg.Driver == DriverPostgres {
 		open = s.openPostgres
+	} else {
+		e, err := cfg.engine()
+		if err != nil {
+			return nil, err
+		}
+		s.engine = e
 	}
 	if err := open(ctx); err != nil {
 		s.closeHandles()
@@ -186,7 +192,7 @@ func (s *Store) openWriter(path string) (*gorm.DB, error) {
 	cfg := s.cfg
 	wcfg := sqlitex.ConnConfig{Path: path, BusyTimeout: cfg.BusyTimeout, Synchronous: sqlitex.Synchronous(cfg.Synchronous),
 		ForeignKeys: true, Immediate: true}
-	w, err := gorm.Open(sqlite.Open(wcfg.DSN()), gormConfig())
+	w, err := gorm.Open(s.engine.Dialector(s.engine.DSN(wcfg)), gormConfig())
 	if err != nil {
 		return nil, classifyOpenErr(op, err, path)
 	}
@@ -201,7 +207,7 @@ func (s *Store) openWriter(path string) (*gorm.DB, error) {
 	if !cfg.NoLockFile {
 		lock = sqlitex.NewFileLock(path)
 	}
-	s.db = &repo.DB{W: w, R: w, Dialect: repo.SQLite, Path: path, Log: cfg.Logger, WriteLock: lock, Budgets: map[sqlitex.Kind]time.Duration{
+	s.db = &repo.DB{W: w, R: w, Dialect: repo.SQLite, Engine: s.engine, Path: path, Log: cfg.Logger, WriteLock: lock, Budgets: map[sqlitex.Kind]time.Duration{
 		sqlitex.Routine: cfg.WriteBudgets.Routine, sqlitex.Transcript: cfg.WriteBudgets.Transcript, sqlitex.Activity: cfg.WriteBudgets.Activity}}
 	return w, nil
 }
@@ -234,7 +240,7 @@ func (s *Store) openReaders(path string) error {
 	cfg := s.cfg
 	rcfg := sqlitex.ConnConfig{Path: path, BusyTimeout: cfg.ReadBusyTimeout, Synchronous: sqlitex.Synchronous(cfg.Synchronous),
 		ForeignKeys: true, QueryOnly: true, CacheSizeKiB: cfg.ReadCacheKiB}
-	r, err := gorm.Open(sqlite.Open(rcfg.DSN()), gormConfig())
+	r, err := gorm.Open(s.engine.Dialector(s.engine.DSN(rcfg)), gormConfig())
 	if err != nil {
 		return classifyOpenErr(op, err, path)
 	}
@@ -358,7 +364,7 @@ func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
 	if err := sqlitex.CheckStoreFile(op, path); err != nil {
 		return err
 	}
-	g, immutable, err := openReadOnlyPool(ctx, path, cfg.ReadBusyTimeout, cfg.ReadCacheKiB, nil)
+	g, immutable, err := openReadOnlyPool(ctx, s.engine, path, cfg.ReadBusyTimeout, cfg.ReadCacheKiB, nil)
 	if err != nil {
 		return err
 	}
@@ -380,7 +386,7 @@ func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
 		reason = fmt.Sprintf("%s has Hermes schema version %d, newer than %d, the newest this hermes-state knows: it is opened read-only and writes are refused (upgrade hermes-state to write to it)",
 			path, s.newer, migrations.HermesSchemaVersion)
 	}
-	s.db = &repo.DB{W: g, R: g, Dialect: repo.SQLite, Path: path, Log: cfg.Logger, ReadOnly: reason, AsIs: asIs}
+	s.db = &repo.DB{W: g, R: g, Dialect: repo.SQLite, Engine: s.engine, Path: path, Log: cfg.Logger, ReadOnly: reason, AsIs: asIs}
 	w := g.WithContext(ctx)
 	if err := w.Raw("SELECT sqlite_version()").Scan(&s.version).Error; err != nil {
 		return classifyOpenErr(op, err, path)
@@ -446,7 +452,7 @@ func (s *Store) presentAsV30(ctx context.Context, g *gorm.DB) (*gorm.DB, int, er
 	if err := sqlDB.Close(); err != nil {
 		return nil, 0, errs.Wrap(ErrStorage, op, err, "")
 	}
-	g, _, err = openReadOnlyPool(ctx, path, s.cfg.ReadBusyTimeout, s.cfg.ReadCacheKiB, shims)
+	g, _, err = openReadOnlyPool(ctx, s.engine, path, s.cfg.ReadBusyTimeout, s.cfg.ReadCacheKiB, shims)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -467,12 +473,12 @@ func (s *Store) presentAsV30(ctx context.Context, g *gorm.DB) (*gorm.DB, int, er
 // SQLITE_READONLY for a user who may not write the directory), it opens it
 // again as immutable (immutable true). Every connection of the pool runs
 // init first (see asis.OpenDB).
-func openReadOnlyPool(ctx context.Context, path string, busy time.Duration, cacheKiB int, init []string) (*gorm.DB, bool, error) {
+func openReadOnlyPool(ctx context.Context, e *sqlitex.Engine, path string, busy time.Duration, cacheKiB int, init []string) (*gorm.DB, bool, error) {
 	const op = "open"
 	open := func(immutable bool) (*gorm.DB, error) {
 		rw := !immutable && asis.LeavesNothing(path)
-		dsn, err := sqlitex.ConnConfig{Path: path, BusyTimeout: busy, ForeignKeys: true, ReadOnly: !rw, Immutable: immutable,
-			CacheSizeKiB: cacheKiB}.URI()
+		dsn, err := e.URI(sqlitex.ConnConfig{Path: path, BusyTimeout: busy, ForeignKeys: true, ReadOnly: !rw, Immutable: immutable,
+			CacheSizeKiB: cacheKiB})
 		if err != nil {
 			return nil, errtext.Storage(op, err, "cannot open "+path, path)
 		}
@@ -480,11 +486,11 @@ func openReadOnlyPool(ctx context.Context, path string, busy time.Duration, cach
 		if rw {
 			stmts = append(append([]string{}, init...), "PRAGMA query_only = 1")
 		}
-		pool, err := asis.OpenDB(sqlite.DriverName, dsn, stmts)
+		pool, err := asis.OpenDB(e.DriverName(), dsn, stmts)
 		if err != nil {
 			return nil, err
 		}
-		g, err := gorm.Open(&sqlite.Dialector{DriverName: sqlite.DriverName, Conn: pool}, gormConfig())
+		g, err := gorm.Open(e.DialectorOn(pool), gormConfig())
 		if err != nil {
 			_ = pool.Close()
 			return nil, err
@@ -733,6 +739,15 @@ func (s *Store) SQLiteVersion() string {
 		return ""
 	}
 	return s.version
+}
+
+// SQLiteEngine returns the SQLite engine of the store (EngineGo or EngineC;
+// "" on PostgreSQL).
+func (s *Store) SQLiteEngine() string {
+	if s.engine == nil {
+		return ""
+	}
+	return s.engine.Name()
 }
 
 // JournalMode returns the journal mode in effect ("wal", "delete", ...).

@@ -196,11 +196,11 @@ func (s *Store) Location() string {
 	return s.cfg.Path
 }
 
-// Engine describes the database engine for messages: "SQLite 3.54.1,
-// journal wal" or "PostgreSQL 15.20, schema NAME".
+// Engine describes the database engine for messages: "SQLite 3.54.1 (c
+// engine), journal wal" or "PostgreSQL 15.20, schema NAME".
 func (s *Store) Engine() string {
 	if s.cfg.Driver == DriverPostgres {
 		return "PostgreSQL " + s.version + ", schema " + s.cfg.Schema
 	}
-	return "SQLite " + s.version + ", journal " + s.journal
+	return "SQLite " + s.version + " (" + s.SQLiteEngine() + " engine), journal " + s.journal
 }

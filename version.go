@@ -2,13 +2,13 @@ package hermesstate
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"runtime"
 	"runtime/debug"
 	"strings"
 
 	"github.com/hermesstate/hermesstate/internal/errtext"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
 
 // Build describes this build of hermesstate: what `hermes-state version`
@@ -25,10 +25,16 @@ type Build struct {
 	// SchemaVersion is the Hermes schema version written (and the newest
 	// read read-write): HermesSchemaVersion.
 	SchemaVersion int `json:"schema_version"`
-	// SQLiteVersion is sqlite_version() of the linked SQLite library,
-	// SQLiteEngine the library that provides it and how.
+	// SQLiteVersion is sqlite_version() of the default engine's SQLite
+	// library, SQLiteEngine the library that provides it and how.
 	SQLiteVersion string `json:"sqlite_version"`
 	SQLiteEngine  string `json:"sqlite_engine"`
+	// Engines are the SQLite engines compiled in (Config.Engine: "go",
+	// and "c" in a build with cgo and the tag sqlite_fts5), DefaultEngine
+	// the one a configuration that names none gets (HERMES_STATE_ENGINE
+	// aside).
+	Engines       []string `json:"engines"`
+	DefaultEngine string   `json:"default_engine"`
 	// GoVersion and Platform are the toolchain and GOOS/GOARCH built for.
 	GoVersion string `json:"go_version"`
 	Platform  string `json:"platform"`
@@ -44,8 +50,10 @@ func BuildInfo(ctx context.Context) (Build, error) {
 	b.SchemaVersion = HermesSchemaVersion
 	b.GoVersion = runtime.Version()
 	b.Platform = runtime.GOOS + "/" + runtime.GOARCH
-	b.SQLiteEngine = sqliteEngine(bi)
-	v, err := linkedSQLiteVersion(ctx)
+	def := sqlitex.Default()
+	b.SQLiteEngine = sqliteEngine(bi, def)
+	b.Engines, b.DefaultEngine = Engines(), def.Name()
+	v, err := linkedSQLiteVersion(ctx, def)
 	if err != nil {
 		return b, errtext.Storage("version", err, "cannot ask SQLite for its version", "")
 	}
@@ -82,7 +90,7 @@ func versionOf(bi *debug.BuildInfo) Build {
 }
 
 // sqliteEngine names the SQLite library linked in and its module versions.
-func sqliteEngine(bi *debug.BuildInfo) string {
+func sqliteEngine(bi *debug.BuildInfo, e *sqlitex.Engine) string {
 	ver := func(path string) string {
 		if bi != nil {
 			for _, d := range bi.Deps {
@@ -96,13 +104,17 @@ func sqliteEngine(bi *debug.BuildInfo) string {
 		}
 		return "(version unknown)"
 	}
+	if e.Name() == sqlitex.EngineC {
+		return fmt.Sprintf("github.com/mattn/go-sqlite3 %s (SQLite's C library through cgo, FTS5 by the tag sqlite_fts5) under gorm.io/driver/sqlite %s",
+			ver("github.com/mattn/go-sqlite3"), ver("gorm.io/driver/sqlite"))
+	}
 	return fmt.Sprintf("modernc.org/sqlite %s through github.com/glebarez/go-sqlite %s (SQLite's C translated to Go, no cgo)",
 		ver("modernc.org/sqlite"), ver("github.com/glebarez/go-sqlite"))
 }
 
-// linkedSQLiteVersion asks an in-memory database of the linked driver.
-func linkedSQLiteVersion(ctx context.Context) (string, error) {
-	db, err := sql.Open("sqlite", ":memory:")
+// linkedSQLiteVersion asks an in-memory database of engine e.
+func linkedSQLiteVersion(ctx context.Context, e *sqlitex.Engine) (string, error) {
+	db, err := e.OpenDB(":memory:")
 	if err != nil {
 		return "", err
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
 
 // BuildInfo names the SQLite a store opened by this build links (the
@@ -21,7 +23,9 @@ func TestBuildInfo(t *testing.T) {
 	defer st.Close()
 	require.Equal(t, st.SQLiteVersion(), b.SQLiteVersion)
 	require.Regexp(t, `^3\.\d+\.\d+$`, b.SQLiteVersion)
-	require.Contains(t, b.SQLiteEngine, "modernc.org/sqlite")
+	require.Contains(t, b.SQLiteEngine, map[string]string{EngineGo: "modernc.org/sqlite", EngineC: "github.com/mattn/go-sqlite3"}[DefaultEngine()])
+	require.Equal(t, Engines(), b.Engines)
+	require.Equal(t, DefaultEngine(), b.DefaultEngine)
 	require.Equal(t, HermesSchemaVersion, b.SchemaVersion)
 	require.Equal(t, runtime.Version(), b.GoVersion)
 	require.Equal(t, runtime.GOOS+"/"+runtime.GOARCH, b.Platform)
@@ -51,7 +55,7 @@ func TestVersionFromBuildInfo(t *testing.T) {
 func TestSQLiteEngineVersions(t *testing.T) {
 	bi := &debug.BuildInfo{Deps: []*debug.Module{{Path: "modernc.org/sqlite", Version: "v1.62.0"},
 		{Path: "github.com/glebarez/go-sqlite", Version: "v1.23.0", Replace: &debug.Module{Version: "v1.23.1"}}}}
-	e := sqliteEngine(bi)
+	e := sqliteEngine(bi, sqlitex.GoEngine)
 	require.Contains(t, e, "modernc.org/sqlite v1.62.0")
 	require.Contains(t, e, "github.com/glebarez/go-sqlite v1.23.1")
 }

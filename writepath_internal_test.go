@@ -6,9 +6,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/stretchr/testify/require"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"gorm.io/gorm"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,10 +18,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	_ "github.com/glebarez/go-sqlite" // driver "sqlite" for the raw connections
-	"github.com/stretchr/testify/require"
-	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
@@ -30,7 +28,7 @@ import (
 // process would), with the given busy timeout.
 func rawConn(t *testing.T, path string, busy time.Duration) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: path, BusyTimeout: busy}.DSN())
+	db, err := sqlitex.OpenEnv(sqlitex.ConnConfig{Path: path, BusyTimeout: busy}.DSN())
 	require.NoError(t, err)
 	db.SetMaxOpenConns(1)
 	require.NoError(t, db.Ping())
@@ -361,7 +359,7 @@ func TestCJKIndexingDeferredInBatches(t *testing.T) {
 	require.Len(t, hits, cjk)
 	require.NoError(t, s.Close())
 
-	raw, err := sql.Open("sqlite", path)
+	raw, err := sqlitex.OpenEnv(path)
 	require.NoError(t, err)
 	defer raw.Close()
 	var n int

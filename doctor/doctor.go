@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
-	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -115,6 +114,24 @@ type Options struct {
 	// ftsOnly runs the checks CheckIndexes needs: the schema and the FTS
 	// indexes (no integrity_check of every page).
 	ftsOnly bool
+	// Engine is the SQLite engine doctor reads with ("go" or "c"; empty:
+	// sqlitex.Resolve's choice). It must be the engine of any store this
+	// process has open on the file: two SQLite libraries in one process do
+	// not see each other's locks.
+	Engine string
+}
+
+// engineFor returns the engine name picks, or an error wrapping
+// errs.ErrUnsupported (not compiled in) or errs.ErrInvalid.
+func engineFor(op, name string) (*sqlitex.Engine, error) {
+	e, err := sqlitex.Resolve(name)
+	switch {
+	case errors.Is(err, sqlitex.ErrEngineNotBuilt):
+		return nil, errs.Wrap(errs.ErrUnsupported, op, err, err.Error())
+	case err != nil:
+		return nil, errs.Wrap(errs.ErrInvalid, op, err, err.Error())
+	}
+	return e, nil
 }
 
 // Report is what Check found.
@@ -271,12 +288,16 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 	// snapshot, so that doctor creates no -wal or -shm (a read-only
 	// connection would, and could not remove them).
 	snapshot := walHeader && walErr != nil && shmErr != nil
-	db, err := openRead(ctx, opts.Path, snapshot)
+	eng, err := engineFor("doctor", opts.Engine)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openRead(ctx, eng, opts.Path, snapshot)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	c := &checker{ctx: ctx, db: db, r: r, opts: opts, walHeader: walHeader}
+	c := &checker{ctx: ctx, db: db, r: r, opts: opts, eng: eng, walHeader: walHeader}
 	defer c.closeWriter()
 	c.run()
 	if r.state.unreadable {
@@ -295,7 +316,7 @@ func Check(ctx context.Context, opts Options) (*Report, error) {
 
 // openReadOnly opens path for reading only, as Check does (immutable when
 // it is a WAL file no process has open).
-func openReadOnly(ctx context.Context, path string) (*sql.DB, error) {
+func openReadOnly(ctx context.Context, eng *sqlitex.Engine, path string) (*sql.DB, error) {
 	b := make([]byte, 100)
 	f, err := os.Open(path)
 	if err != nil {
@@ -306,20 +327,20 @@ func openReadOnly(ctx context.Context, path string) (*sql.DB, error) {
 	h, _ := readHeader(b)
 	_, walErr := os.Stat(path + "-wal")
 	_, shmErr := os.Stat(path + "-shm")
-	return openRead(ctx, path, h.WAL && walErr != nil && shmErr != nil)
+	return openRead(ctx, eng, path, h.WAL && walErr != nil && shmErr != nil)
 }
 
 // openRead opens the connection every check reads through: SQLite's
 // mode=ro (the file is opened for reading only, so doctor cannot change
 // it), foreign keys off, a 5 s busy timeout; with snapshot, immutable=1
 // (no lock, no -wal or -shm) for a WAL file no process has open.
-func openRead(ctx context.Context, path string, snapshot bool) (*sql.DB, error) {
+func openRead(ctx context.Context, eng *sqlitex.Engine, path string, snapshot bool) (*sql.DB, error) {
 	open := func(immutable bool) (*sql.DB, error) {
-		dsn, err := sqlitex.ConnConfig{Path: path, BusyTimeout: 5 * time.Second, ReadOnly: true, Immutable: immutable}.URI()
+		dsn, err := eng.URI(sqlitex.ConnConfig{Path: path, BusyTimeout: 5 * time.Second, ReadOnly: true, Immutable: immutable})
 		if err != nil {
 			return nil, err
 		}
-		db, err := sql.Open("sqlite", dsn)
+		db, err := eng.OpenDB(dsn)
 		if err != nil {
 			return nil, err
 		}
@@ -369,7 +390,7 @@ func (c *checker) writer() (*sql.DB, error) {
 	if c.rwErr != nil {
 		return nil, c.rwErr
 	}
-	db, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: c.opts.Path, BusyTimeout: 5 * time.Second}.DSN())
+	db, err := c.eng.OpenDB(c.eng.DSN(sqlitex.ConnConfig{Path: c.opts.Path, BusyTimeout: 5 * time.Second}))
 	if err == nil {
 		db.SetMaxOpenConns(1)
 		var ro int
@@ -390,8 +411,8 @@ func (c *checker) closeWriter() {
 }
 
 // gormOn wraps a database/sql handle for the migrations helpers.
-func gormOn(db *sql.DB) (*gorm.DB, error) {
-	return gorm.Open(sqlite.Dialector{Conn: db}, &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
+func gormOn(eng *sqlitex.Engine, db *sql.DB) (*gorm.DB, error) {
+	return gorm.Open(eng.DialectorOn(db), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
 }
 
 type checker struct {
@@ -399,6 +420,7 @@ type checker struct {
 	db   *sql.DB
 	r    *Report
 	opts Options
+	eng  *sqlitex.Engine
 	// names of objects in sqlite_master by type
 	objects map[string]map[string]string // type -> name -> sql
 	// pragmaRan: quick_check / integrity_check ran to the end (it checks
@@ -514,7 +536,7 @@ func (c *checker) run() {
 		r.WALResetBug = v.HasWALResetBug()
 	}
 	if r.WALResetBug {
-		r.add(CheckSQLite, Warning, r.SQLiteVersion, "build with modernc.org/sqlite v1.62.0 (SQLite 3.54.1) or newer under github.com/glebarez/go-sqlite",
+		r.add(CheckSQLite, Warning, r.SQLiteVersion, "use a build whose SQLite engine embeds 3.51.3 or newer (both of hermes-state's engines embed 3.54.1; a C engine built with the tag libsqlite3 uses the system's library)",
 			"SQLite %s has the WAL-reset corruption bug (3.7.0 to 3.51.2)", r.SQLiteVersion)
 	} else {
 		r.add(CheckSQLite, Info, "", "", "SQLite %s (no WAL-reset bug)", r.SQLiteVersion)
@@ -670,7 +692,7 @@ func (c *checker) integrity() bool {
 		rows.Close()
 	}
 	// A check that fails at its first step reports the error from Query
-	// (SQLite 3.54 through glebarez/go-sqlite), a later one from rows.Err:
+	// (SQLite 3.54 on either engine), a later one from rows.Err:
 	// both are classified below the same way.
 	pageLevel := 0
 	for _, l := range lines {
@@ -972,7 +994,7 @@ func (c *checker) activity() {
 }
 
 func (c *checker) versions() {
-	g, err := gormOn(c.db)
+	g, err := gormOn(c.eng, c.db)
 	if err != nil {
 		return
 	}

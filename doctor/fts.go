@@ -470,7 +470,7 @@ func (c *checker) cjkIndex() {
 	if !c.opts.Full {
 		return
 	}
-	g, err := gormOn(c.db)
+	g, err := gormOn(c.eng, c.db)
 	if err != nil {
 		return
 	}

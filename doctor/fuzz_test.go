@@ -2,19 +2,19 @@ package doctor
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/hermesstate/hermesstate/internal/errs"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
 
 // seedDB returns the bytes of a small SQLite file with an FTS5 table.
 func seedDB(f *testing.F) []byte {
 	p := filepath.Join(f.TempDir(), "seed.db")
-	db, err := sql.Open("sqlite", p)
+	db, err := sqlitex.OpenEnv(p)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -41,6 +41,8 @@ type RecoverOptions struct {
 	JournalMode string
 	// Progress, when set, is called as tables are copied.
 	Progress func(step string, done, total int64)
+	// Engine is the SQLite engine (see Options.Engine).
+	Engine string
 }
 
 // TableResult is what Recover saved of one table.
@@ -141,12 +143,16 @@ func Recover(ctx context.Context, opts RecoverOptions) (*RecoverReport, error) {
 		return rep, errs.Wrap(errs.ErrStorage, op, err, "cannot create a work file beside "+opts.To+": "+sqlitex.Describe(err))
 	}
 
-	src, err := openSource(absFrom, tmp, rep)
+	eng, err := engineFor(op, opts.Engine)
+	if err != nil {
+		return rep, err
+	}
+	src, err := openSource(eng, absFrom, tmp, rep)
 	if err != nil {
 		return rep, err
 	}
 	defer src.Close()
-	if err := recoverInto(ctx, src, work, opts, rep); err != nil {
+	if err := recoverInto(ctx, eng, src, work, opts, rep); err != nil {
 		return rep, err
 	}
 	for _, t := range rep.Tables {
@@ -161,7 +167,7 @@ func Recover(ctx context.Context, opts RecoverOptions) (*RecoverReport, error) {
 	}
 	// What the copy carried over from the source and repair fixes in
 	// place (missing triggers, counters, references to lost rows, FTS).
-	fix, err := Repair(ctx, RepairOptions{Path: work, JournalMode: opts.JournalMode})
+	fix, err := Repair(ctx, RepairOptions{Path: work, JournalMode: opts.JournalMode, Engine: opts.Engine})
 	if err != nil {
 		return rep, err
 	}
@@ -201,7 +207,7 @@ func lostSummary(rep *RecoverReport) string {
 }
 
 // openSource opens the source for reading without writing to it.
-func openSource(from, tmp string, rep *RecoverReport) (*sql.DB, error) {
+func openSource(eng *sqlitex.Engine, from, tmp string, rep *RecoverReport) (*sql.DB, error) {
 	const op = "recover"
 	f, err := os.Open(from)
 	if err != nil {
@@ -217,7 +223,7 @@ func openSource(from, tmp string, rep *RecoverReport) (*sql.DB, error) {
 		// writable_schema: a truncated file (header page count beyond the
 		// end of the file) is read up to its end instead of refused. The
 		// connection is read-only: nothing is written.
-		db, err := sql.Open("sqlite", u.String()+"?mode=ro&immutable=1&_pragma=writable_schema(1)")
+		db, err := eng.OpenDB(u.String() + "?mode=ro&immutable=1&_pragma=writable_schema(1)")
 		if err != nil {
 			return nil, errtext.Storage(op, err, "cannot open "+from, from)
 		}
@@ -236,12 +242,12 @@ func openSource(from, tmp string, rep *RecoverReport) (*sql.DB, error) {
 		}
 		rep.UsedWAL = true
 	} else {
-		if err := rebuildHeader(cp); err != nil {
+		if err := rebuildHeader(eng, cp); err != nil {
 			return nil, errs.Wrap(errs.ErrCorrupt, op, err, "the header of "+from+" is damaged and could not be rebuilt")
 		}
 		rep.HeaderRebuilt = true
 	}
-	db, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: cp, BusyTimeout: time.Second, QueryOnly: true}.DSN()+"&_pragma=writable_schema(1)")
+	db, err := eng.OpenDB(eng.DSN(sqlitex.ConnConfig{Path: cp, BusyTimeout: time.Second, QueryOnly: true, WritableSchema: true}))
 	if err != nil {
 		return nil, errtext.Storage(op, err, "cannot open the copy of "+from, "")
 	}
@@ -269,7 +275,7 @@ func copyFile(from, to string) error {
 // rebuildHeader writes a plausible 100-byte header over a private copy
 // whose header is damaged, trying the page sizes SQLite allows until the
 // schema can be read.
-func rebuildHeader(path string) error {
+func rebuildHeader(eng *sqlitex.Engine, path string) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return err
@@ -303,7 +309,7 @@ func rebuildHeader(path string) error {
 		if err != nil {
 			return err
 		}
-		db, err := sql.Open("sqlite", path+"?_pragma=query_only(1)")
+		db, err := eng.OpenDB(eng.DSN(sqlitex.ConnConfig{Path: path, QueryOnly: true}))
 		if err != nil {
 			return err
 		}
@@ -319,7 +325,7 @@ func rebuildHeader(path string) error {
 
 type srcObject struct{ Type, Name, Table, SQL string }
 
-func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOptions, rep *RecoverReport) error {
+func recoverInto(ctx context.Context, eng *sqlitex.Engine, src *sql.DB, to string, opts RecoverOptions, rep *RecoverReport) error {
 	const op = "recover"
 	objs, schemaLost, err := readSchema(ctx, src)
 	if err != nil {
@@ -341,7 +347,7 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 	if mode != "delete" {
 		mode = "wal"
 	}
-	dst, err := openRecoverTarget(ctx, to, mode)
+	dst, err := openRecoverTarget(ctx, eng, to, mode)
 	if err != nil {
 		return err
 	}
@@ -353,7 +359,7 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 	// 2. Views, FTS tables (filled from the copied rows), indexes, triggers.
 	recreateObjects(ctx, dst, objs, ftsTabs, rep)
 	// 3. Adoption, then the CJK posting index from the rows.
-	if err := adoptRecovered(ctx, dst); err != nil {
+	if err := adoptRecovered(ctx, eng, dst); err != nil {
 		return err
 	}
 	if mode == "wal" {
@@ -364,9 +370,9 @@ func recoverInto(ctx context.Context, src *sql.DB, to string, opts RecoverOption
 
 // openRecoverTarget creates the recovered file to (mode 0600) in journal
 // mode mode.
-func openRecoverTarget(ctx context.Context, to, mode string) (*sql.DB, error) {
+func openRecoverTarget(ctx context.Context, eng *sqlitex.Engine, to, mode string) (*sql.DB, error) {
 	const op = "recover"
-	dst, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: to, BusyTimeout: 5 * time.Second, Immediate: true}.DSN())
+	dst, err := eng.OpenDB(eng.DSN(sqlitex.ConnConfig{Path: to, BusyTimeout: 5 * time.Second, Immediate: true}))
 	if err != nil {
 		return nil, errtext.Storage(op, err, "cannot create "+to, to)
 	}
@@ -466,9 +472,9 @@ func recreateObjects(ctx context.Context, dst *sql.DB, objs []srcObject, ftsTabs
 // adoptRecovered runs the migrations on the recovered file (a no-op when
 // the source was adopted: its migration records were copied), then builds
 // the CJK posting index from the rows.
-func adoptRecovered(ctx context.Context, dst *sql.DB) error {
+func adoptRecovered(ctx context.Context, eng *sqlitex.Engine, dst *sql.DB) error {
 	const op = "recover"
-	g, err := gormOn(dst)
+	g, err := gormOn(eng, dst)
 	if err != nil {
 		return errs.Wrap(errs.ErrStorage, op, err, "")
 	}

@@ -35,6 +35,8 @@ type RepairOptions struct {
 	ChunkRows int
 	// Progress, when set, is called as long steps advance.
 	Progress func(step string, done, total int64)
+	// Engine is the SQLite engine (see Options.Engine).
+	Engine string
 }
 
 // Action is one repair step, done or (dry run) planned.
@@ -79,7 +81,7 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 	// index entries with rows), and page-level damage, which quick_check
 	// misses too (pages "never used" when another store's -wal lies beside
 	// the file), stops repair before its first write.
-	before, err := Check(ctx, Options{Path: opts.Path, JournalMode: opts.JournalMode, Full: true})
+	before, err := Check(ctx, Options{Path: opts.Path, JournalMode: opts.JournalMode, Full: true, Engine: opts.Engine})
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +105,7 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 		if opts.DryRun {
 			return rep, nil // nothing else can be read before the rollback
 		}
-		if err := rollbackHotJournal(ctx, opts.Path); err != nil {
+		if err := rollbackHotJournal(ctx, opts.Engine, opts.Path); err != nil {
 			return rep, err
 		}
 		rest, err := Repair(ctx, opts)
@@ -126,20 +128,24 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 		return rep, errs.Errorf(errs.ErrStorage, "repair", "%s cannot be written here (%s), and nothing was changed: run repair where the file can be written (%s)",
 			opts.Path, why, placeFix(why))
 	}
+	eng, err := engineFor("repair", opts.Engine)
+	if err != nil {
+		return rep, err
+	}
 	var db *sql.DB
 	if opts.DryRun {
 		// A dry run only reads: a writable connection would checkpoint
 		// the -wal into the file, and remove it, when it closes.
-		db, err = openReadOnly(ctx, opts.Path)
+		db, err = openReadOnly(ctx, eng, opts.Path)
 	} else {
-		db, err = sql.Open("sqlite", sqlitex.ConnConfig{Path: opts.Path, BusyTimeout: 5 * time.Second, Immediate: true}.DSN())
+		db, err = eng.OpenDB(eng.DSN(sqlitex.ConnConfig{Path: opts.Path, BusyTimeout: 5 * time.Second, Immediate: true}))
 	}
 	if err != nil {
 		return rep, errtext.Storage("repair", err, "cannot open "+opts.Path, opts.Path)
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	g, err := gormOn(db)
+	g, err := gormOn(eng, db)
 	if err != nil {
 		return rep, errtext.Storage("repair", err, "cannot open "+opts.Path, opts.Path)
 	}
@@ -149,7 +155,7 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 	}
 	if !opts.DryRun {
 		db.Close()
-		after, err := Check(ctx, Options{Path: opts.Path, JournalMode: opts.JournalMode, Full: true})
+		after, err := Check(ctx, Options{Path: opts.Path, JournalMode: opts.JournalMode, Full: true, Engine: opts.Engine})
 		if err != nil {
 			return rep, err
 		}
@@ -860,8 +866,12 @@ func sortedKeys[V any](m map[string]V) []string {
 // rollbackHotJournal opens path with a write-capable connection and reads
 // it, which makes SQLite roll the hot journal back (the journal mode in the
 // file header is left as it is).
-func rollbackHotJournal(ctx context.Context, path string) error {
-	db, err := sql.Open("sqlite", sqlitex.ConnConfig{Path: path, BusyTimeout: 5 * time.Second}.DSN())
+func rollbackHotJournal(ctx context.Context, engine, path string) error {
+	eng, err := engineFor("repair", engine)
+	if err != nil {
+		return err
+	}
+	db, err := eng.OpenDB(eng.DSN(sqlitex.ConnConfig{Path: path, BusyTimeout: 5 * time.Second}))
 	if err != nil {
 		return errtext.Storage("repair", err, "cannot open "+path, path)
 	}

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	_ "github.com/glebarez/go-sqlite"
-
 	"github.com/hermesstate/hermesstate/fts"
 	"github.com/hermesstate/hermesstate/internal/ftsql"
 	"github.com/hermesstate/hermesstate/internal/querytext"
@@ -80,7 +78,7 @@ var (
 // probe is an in-memory FTS5 table to parse MATCH expressions with.
 func probe(t testing.TB) *sql.DB {
 	probeOnce.Do(func() {
-		probeDB, probeErr = sql.Open("sqlite", ":memory:")
+		probeDB, probeErr = sqlitex.OpenEnv(":memory:")
 		if probeErr != nil {
 			return
 		}

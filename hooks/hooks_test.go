@@ -4,18 +4,18 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/glebarez/sqlite"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
 	"github.com/hermesstate/hermesstate/hooks"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
 
 func openDB(t *testing.T) *gorm.DB {
 	t.Helper()
-	db, err := gorm.Open(sqlite.Open(filepath.Join(t.TempDir(), "h.db")+"?_pragma=foreign_keys(1)"), &gorm.Config{Logger: logger.Discard})
+	db, err := gorm.Open(sqlitex.EnvDialector(filepath.Join(t.TempDir(), "h.db")+"?_pragma=foreign_keys(1)"), &gorm.Config{Logger: logger.Discard})
 	require.NoError(t, err)
 	require.NoError(t, db.Exec(`CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, started_at REAL NOT NULL,
 		message_count INTEGER DEFAULT 0, tool_call_count INTEGER DEFAULT 0)`).Error)

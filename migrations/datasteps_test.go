@@ -13,10 +13,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/glebarez/sqlite"
-	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
 
 // dsFixtureDir is the repository's copy of the Hermes fixtures.
@@ -127,7 +128,7 @@ func dsOpenCopy(t *testing.T, name string) *gorm.DB {
 	if err := dst.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := gorm.Open(sqlite.Open(path+"?_pragma=foreign_keys(1)"), &gorm.Config{Logger: logger.Discard})
+	db, err := gorm.Open(sqlitex.EnvDialector(path+"?_pragma=foreign_keys(1)"), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatalf("gorm open: %v", err)
 	}

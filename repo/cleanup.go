@@ -416,7 +416,7 @@ func (r *cleanupRepo) Backup(ctx context.Context, path string) error {
 	if err != nil {
 		return mapErr(op, err)
 	}
-	if err := checkBackup(ctx, tmp); err != nil {
+	if err := checkBackup(ctx, r.db.Engine, tmp); err != nil {
 		return errs.Wrap(errs.ErrStorage, op, err, "the backup written to "+dir+" does not read back whole: "+err.Error())
 	}
 	if err := safefile.Publish(tmp, path); err != nil {
@@ -498,15 +498,18 @@ func tempViews(ctx context.Context, conn *sql.Conn) ([]string, error) {
 	return out, rows.Err()
 }
 
-func checkBackup(ctx context.Context, path string) error {
+func checkBackup(ctx context.Context, e *sqlitex.Engine, path string) error {
 	if !safefile.CompleteSQLite(path) {
 		return errors.New("the file is shorter than its header says")
 	}
-	uri, err := sqlitex.ConnConfig{Path: path, BusyTimeout: time.Second, ReadOnly: true}.URI()
+	if e == nil {
+		e = sqlitex.GoEngine
+	}
+	uri, err := e.URI(sqlitex.ConnConfig{Path: path, BusyTimeout: time.Second, ReadOnly: true})
 	if err != nil {
 		return err
 	}
-	db, err := sql.Open("sqlite", uri)
+	db, err := e.OpenDB(uri)
 	if err != nil {
 		return err
 	}

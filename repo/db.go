@@ -35,7 +35,9 @@ type DB struct {
 	W       *gorm.DB
 	R       *gorm.DB
 	Dialect Dialect
-	Log     *slog.Logger
+	// Engine is the SQLite engine of W and R (nil: the pure-Go one).
+	Engine *sqlitex.Engine
+	Log    *slog.Logger
 	// AfterWrite, when set, is called after every committed write with the
 	// number of writes committed so far by this DB.
 	AfterWrite func(n int64)
@@ -253,9 +255,10 @@ func Read[T any](ctx context.Context, d *DB, op string, fn func(tx *gorm.DB) (T,
 	var out T
 	_, err := sqlitex.RetryIf(ctx, 5*time.Second, d.retryable(), func() error {
 		var err error
-		if d.Dialect == SQLite && ctx.Done() != nil {
+		if d.Dialect == SQLite && ctx.Done() != nil && (d.Engine == nil || !d.Engine.InterruptsOnContext()) {
 			// One pinned connection, interrupted when ctx ends (the
-			// driver does not interrupt the steps of a query).
+			// pure-Go driver does not interrupt the steps of a query;
+			// the C one does).
 			return d.readInterruptible(ctx, func(tx *gorm.DB) error {
 				out, err = fn(tx)
 				return err

@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/glebarez/sqlite"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
 
@@ -30,7 +30,7 @@ func referenceJSON(t testing.TB, m *models.Message) []byte {
 // unknown extra column) scan and encode to exactly the bytes of GORM's
 // ScanRows + encoding/json.
 func TestExportFastPathMatchesGORM(t *testing.T) {
-	db, err := gorm.Open(sqlite.Open(filepath.Join(t.TempDir(), "x.db")), &gorm.Config{Logger: logger.Discard})
+	db, err := gorm.Open(sqlitex.EnvDialector(filepath.Join(t.TempDir(), "x.db")), &gorm.Config{Logger: logger.Discard})
 	require.NoError(t, err)
 	require.NoError(t, db.AutoMigrate(&models.Message{}))
 	require.NoError(t, db.Exec("ALTER TABLE messages ADD COLUMN extra_col TEXT").Error)

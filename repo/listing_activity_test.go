@@ -2,7 +2,6 @@ package repo_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -31,7 +31,7 @@ func TestListingByActivityTable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	st, err := hs.Open(ctx, hs.Config{Path: path})
 	require.NoError(t, err)
-	raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	raw, err := sqlitex.OpenEnv(path + "?_pragma=busy_timeout(5000)")
 	require.NoError(t, err)
 	defer raw.Close()
 	exec := func(q string, args ...any) {
@@ -130,7 +130,7 @@ func TestListingByActivityTable(t *testing.T) {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(ref, b, 0o600))
-	rr, err := sql.Open("sqlite", ref)
+	rr, err := sqlitex.OpenEnv(ref)
 	require.NoError(t, err)
 	_, err = rr.Exec("DROP TABLE hermesstate_session_activity")
 	require.NoError(t, err)

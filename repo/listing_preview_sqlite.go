@@ -1,16 +1,16 @@
 package repo
 
 import (
-	"database/sql/driver"
 	"strings"
 	"unicode/utf8"
 
-	sqlite "github.com/glebarez/go-sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
 
 // previewFunc is the SQL function (SQLite only, registered on every
-// connection the glebarez driver opens) that computes a user message's raw
+// connection of either engine through sqlitex.RegisterFunc) that computes a user message's raw
 // preview in Go: previewFunc(content, display_kind) is the raw preview, or
 // NULL when the row is not eligible (hidden, or a compaction summary with
 // nothing after it). It returns exactly what previewRawSQL / eligibleSQL
@@ -20,7 +20,7 @@ import (
 const previewFunc = "hermesstate_preview"
 
 func init() {
-	sqlite.MustRegisterDeterministicScalarFunction(previewFunc, 2, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+	sqlitex.RegisterFunc(sqlitex.Func{Name: previewFunc, NArg: 2, Deterministic: true, Fn: func(args []any) (any, error) {
 		var c string
 		switch v := args[0].(type) {
 		case nil:
@@ -40,7 +40,7 @@ func init() {
 			return nil, nil
 		}
 		return p, nil
-	})
+	}})
 }
 
 const previewWS = "\t\n\r "
@@ -50,7 +50,8 @@ const previewWS = "\t\n\r "
 // character. SQLite 3.54 (tag-20260418-01) counts any byte >= 0x80 that way,
 // so a stray continuation byte swallows the ones after it
 // (length(CAST(X'8080' AS TEXT)) is 1); up to 3.53 only bytes >= 0xC0 did
-// (it was 2). The preview function follows the library it is linked with.
+// (it was 2). The preview function follows the library it is linked with
+// (both engines embed 3.54.1: TestEnginesSameSQLite).
 var sqlLeadMin = func() byte {
 	if sqlite3.SQLITE_VERSION_NUMBER >= 3054000 {
 		return 0x80

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/glebarez/sqlite"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
 
@@ -21,7 +21,7 @@ type previewCheck struct {
 }
 
 func newPreviewCheck(t testing.TB) *previewCheck {
-	db, err := gorm.Open(sqlite.Open(filepath.Join(t.TempDir(), "p.db")), &gorm.Config{Logger: logger.Discard})
+	db, err := gorm.Open(sqlitex.EnvDialector(filepath.Join(t.TempDir(), "p.db")), &gorm.Config{Logger: logger.Discard})
 	require.NoError(t, err)
 	require.NoError(t, db.AutoMigrate(&models.Session{}, &models.Message{}))
 	return &previewCheck{t: t, db: db, d: &DB{W: db, R: db, Dialect: SQLite}}

@@ -5,12 +5,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/glebarez/sqlite"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
 )
 
@@ -51,13 +51,13 @@ func TestSessionScanMatchesGORM(t *testing.T) {
 		require.NoError(t, err)
 		p := filepath.Join(t.TempDir(), filepath.Base(f))
 		require.NoError(t, os.WriteFile(p, b, 0o600))
-		db, err := gorm.Open(sqlite.Open(p), &gorm.Config{Logger: logger.Discard})
+		db, err := gorm.Open(sqlitex.EnvDialector(p), &gorm.Config{Logger: logger.Discard})
 		require.NoError(t, err)
 		n += check(t, db)
 	}
 	t.Logf("%d fixture rows compared", n)
 
-	db, err := gorm.Open(sqlite.Open(filepath.Join(t.TempDir(), "odd.db")), &gorm.Config{Logger: logger.Discard})
+	db, err := gorm.Open(sqlitex.EnvDialector(filepath.Join(t.TempDir(), "odd.db")), &gorm.Config{Logger: logger.Discard})
 	require.NoError(t, err)
 	require.NoError(t, db.AutoMigrate(&models.Session{}))
 	for _, ins := range []string{

@@ -24,6 +24,7 @@ type app struct {
 	schema      string
 	readDBs     []string
 	journalMode string
+	engine      string
 	jsonOut     bool
 	verbose     bool
 	readOnly    bool
@@ -43,6 +44,7 @@ func (a *app) config() hs.Config {
 	}
 	cfg := hs.Config{
 		Path:        a.dbPath,
+		Engine:      a.engine,
 		ReadOnly:    a.readOnly,
 		JournalMode: hs.JournalMode(strings.ToLower(strings.TrimSpace(a.journalMode))),
 		Logger:      slog.New(slog.NewTextHandler(a.errOut, &slog.HandlerOptions{Level: lvl})),

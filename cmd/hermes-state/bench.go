@@ -44,6 +44,16 @@ prints the side-by-side table. The full corpus: python3 bench_hermes.py --corpus
 					}
 				}
 			}
+			if a.engine != "" {
+				// The phase processes inherit the engine (stores and raw
+				// baselines alike).
+				if err := (hs.Config{Engine: a.engine}).Validate(); err != nil {
+					return err
+				}
+				if err := os.Setenv(hs.EngineEnv, a.engine); err != nil {
+					return err
+				}
+			}
 			exe, err := os.Executable()
 			if err != nil {
 				return fmt.Errorf("bench: cannot find this executable to start phase processes: %w", err)
@@ -152,7 +162,7 @@ func projectCommit() string {
 // raw-SQL baseline of the same run beside it where there is one.
 func printBench(w io.Writer, d *bench.Doc) {
 	c := d.Meta.Corpus
-	engine := "SQLite " + d.Meta.SQLiteVersion
+	engine := "SQLite " + d.Meta.SQLiteVersion + " (" + d.Meta.Engine + " engine)"
 	if d.Meta.Backend == "postgres" {
 		engine = d.Meta.PostgresVersion
 		if i := strings.Index(engine, " on "); i > 0 {

@@ -202,7 +202,7 @@ NEW removed) when anything was lost.`,
 			if err := a.checkFlags(); err != nil {
 				return err
 			}
-			opt.JournalMode = a.config().JournalMode
+			opt.JournalMode, opt.Engine = a.config().JournalMode, a.engine
 			p, done := a.stepProgress()
 			opt.Progress = p
 			rep, err := hs.Recover(cmd.Context(), opt)

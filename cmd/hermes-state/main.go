@@ -19,6 +19,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	hs "github.com/hermesstate/hermesstate"
 )
 
 // newRoot builds the command tree: every command, in the order of the
@@ -44,6 +46,7 @@ func newRoot(a *app) *cobra.Command {
 	pf.StringVar(&a.schema, "schema", "", "PostgreSQL schema holding the store (with a postgres:// --db; default public)")
 	pf.StringSliceVar(&a.readDBs, "read-db", nil, "PostgreSQL read replica (a hot standby's postgres:// URL; repeat or comma-separate for several): listings, search, export, browse and MCP read there while it has replayed this process's writes, else from --db")
 	pf.StringVar(&a.journalMode, "journal-mode", "", "SQLite journal mode commands that write keep or set: wal or delete (for network filesystems); default: wal for new files and writes, and doctor/repair leave a file's own mode alone")
+	pf.StringVar(&a.engine, "engine", "", "SQLite engine: go (pure Go, every build) or c (C SQLite, a build with cgo and -tags sqlite_fts5); default $"+hs.EngineEnv+", else "+hs.DefaultEngine()+" in this build")
 	pf.BoolVar(&a.jsonOut, "json", false, "print data as JSON")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug details to stderr (search: also its route)")
 	root.AddCommand(

@@ -2,17 +2,17 @@ package main
 
 import (
 	"database/sql"
+	"github.com/stretchr/testify/require"
 	"testing"
 
-	_ "github.com/glebarez/go-sqlite" // driver "sqlite" for raw test access
-	"github.com/stretchr/testify/require"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
 
 // openRaw opens a plain database/sql connection to a file, as another
 // program would.
 func openRaw(t *testing.T, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	db, err := sqlitex.OpenEnv(path + "?_pragma=busy_timeout(5000)")
 	require.NoError(t, err)
 	db.SetMaxOpenConns(1)
 	t.Cleanup(func() { _ = db.Close() })

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
 
 // workerPIDs returns the pids of running stress workers whose command line
@@ -76,7 +77,7 @@ func TestStressWorkersDieWithParent(t *testing.T) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	raw, err := sql.Open("sqlite", db+"?_pragma=busy_timeout(10000)")
+	raw, err := sqlitex.OpenEnv(db + "?_pragma=busy_timeout(10000)")
 	require.NoError(t, err)
 	defer raw.Close()
 	// Wait until both workers run and have appended.

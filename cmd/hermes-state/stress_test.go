@@ -1,17 +1,15 @@
 package main
 
 import (
-	"database/sql"
 	"encoding/json"
+	"github.com/stretchr/testify/require"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	_ "github.com/glebarez/go-sqlite" // driver "sqlite" for the independent check
-	"github.com/stretchr/testify/require"
-
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
 
 // TestMain lets this test binary act as the hermes-state CLI when the
@@ -54,7 +52,7 @@ func TestStress4Procs(t *testing.T) {
 	require.Greater(t, rep.LatencyMS.Max, 0.0)
 
 	// Independent check on the file, without the library.
-	raw, err := sql.Open("sqlite", db)
+	raw, err := sqlitex.OpenEnv(db)
 	require.NoError(t, err)
 	defer raw.Close()
 	var total, distinct int

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -21,8 +22,8 @@ func versionCmd(a *app) *cobra.Command {
 				return err
 			}
 			return a.emit(b, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "hermes-state  %s\nHermes schema %d (written; newer files are opened read-only)\nSQLite        %s, %s\nGo            %s %s\n",
-					b.Version, b.SchemaVersion, b.SQLiteVersion, b.SQLiteEngine, b.GoVersion, b.Platform)
+				_, err := fmt.Fprintf(w, "hermes-state  %s\nHermes schema %d (written; newer files are opened read-only)\nSQLite        %s, %s\nEngines       %s (default %s; --engine or %s picks one)\nGo            %s %s\n",
+					b.Version, b.SchemaVersion, b.SQLiteVersion, b.SQLiteEngine, strings.Join(b.Engines, ", "), b.DefaultEngine, hs.EngineEnv, b.GoVersion, b.Platform)
 				return err
 			})
 		},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -24,7 +25,9 @@ func TestCLIVersion(t *testing.T) {
 	require.NoError(t, st.Close())
 	require.Regexp(t, `(?m)^hermes-state  \S+`, out)
 	require.Contains(t, out, "Hermes schema 30 ")
-	require.Contains(t, out, "SQLite        "+sqliteVersion+", modernc.org/sqlite")
+	lib := map[string]string{hs.EngineGo: "modernc.org/sqlite", hs.EngineC: "github.com/mattn/go-sqlite3"}[hs.DefaultEngine()]
+	require.Contains(t, out, "SQLite        "+sqliteVersion+", "+lib)
+	require.Contains(t, out, "Engines       "+strings.Join(hs.Engines(), ", ")+" (default "+hs.DefaultEngine()+";")
 	require.Contains(t, out, "Go            "+runtime.Version())
 	require.NoFileExists(t, nowhere)
 

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/glebarez/go-sqlite" // the "sqlite" database/sql driver
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 )
 
 // Dir returns the fixtures folder: $HERMESSTATE_FIXTURES when set, else
@@ -129,7 +129,7 @@ func Listing(t testing.TB, dir string) []string {
 // Raw opens a plain database/sql connection to path (no hermesstate).
 func Raw(t testing.TB, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	db, err := sqlitex.OpenEnv(path + "?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func Raw(t testing.TB, path string) *sql.DB {
 // Exec runs statements on a raw connection to path and closes it.
 func Exec(t testing.TB, path string, stmts ...string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	db, err := sqlitex.OpenEnv(path + "?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,14 @@ func Code(err error) (int, bool) {
 	if errors.As(err, &c) {
 		return c.Code(), true
 	}
+	engineMu.Lock()
+	readers := codeOf
+	engineMu.Unlock()
+	for _, f := range readers {
+		if n, ok := f(err); ok {
+			return n, true
+		}
+	}
 	return 0, false
 }
 

@@ -26,8 +26,8 @@ const (
 	SyncOff    Synchronous = "OFF"
 )
 
-// ConnConfig is the typed form of one connection's settings. DSN renders it
-// for github.com/glebarez/go-sqlite. The journal mode is not part of it: it is
+// ConnConfig is the typed form of one connection's settings. Engine.DSN and
+// Engine.URI render it for an engine; DSN and URI for the pure-Go one. The journal mode is not part of it: it is
 // a property of the file, set once at open (see SetJournalMode), so that every
 // new pooled connection does not race to change it.
 type ConnConfig struct {
@@ -49,60 +49,34 @@ type ConnConfig struct {
 	// needs no -shm. Only for a WAL file in a place that cannot be written
 	// (see ReadOnlyPlace).
 	Immutable bool
+	// WritableSchema sets PRAGMA writable_schema=1 (recover reads a
+	// damaged schema with it).
+	WritableSchema bool
+	// StmtCache is the number of compiled statements each connection keeps
+	// for reuse, on engines that can (the C engine); 0 is the engine's
+	// default (DefaultStmtCache), negative none.
+	StmtCache int
 }
 
-// URI renders the settings as a file: URI (the absolute path,
-// percent-escaped, so any file name works) with the _pragma parameters of
-// DSN, plus mode=ro when ReadOnly. It fails only when the working directory
-// cannot be read to make the path absolute.
-func (c ConnConfig) URI() (string, error) {
-	abs, err := filepath.Abs(c.Path)
+// URI renders the settings as a file: URI of the pure-Go engine (see
+// Engine.URI). It fails only when the working directory cannot be read to
+// make the path absolute.
+func (c ConnConfig) URI() (string, error) { return GoEngine.URI(c) }
+
+// DSN renders the settings as a DSN of the pure-Go engine (see
+// Engine.DSN): the path followed by _pragma parameters (applied on every
+// new connection) and _txlock.
+func (c ConnConfig) DSN() string { return GoEngine.DSN(c) }
+
+// fileURI returns the file: URI of path made absolute, percent-escaped, so
+// any file name works.
+func fileURI(path string) (string, error) {
+	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
-	q := c.query()
-	if c.ReadOnly {
-		q.Set("mode", "ro")
-	}
-	if c.Immutable {
-		q.Set("immutable", "1")
-	}
-	return "file://" + u.EscapedPath() + "?" + q.Encode(), nil
-}
-
-// DSN renders the settings as a driver DSN: the path followed by _pragma
-// parameters (applied on every new connection) and _txlock.
-func (c ConnConfig) DSN() string {
-	return c.Path + "?" + c.query().Encode()
-}
-
-func (c ConnConfig) query() url.Values {
-	q := url.Values{}
-	bt := c.BusyTimeout
-	if bt < 0 {
-		bt = 0
-	}
-	pragmas := []string{fmt.Sprintf("busy_timeout(%d)", bt.Milliseconds())}
-	if c.ForeignKeys {
-		pragmas = append(pragmas, "foreign_keys(1)")
-	} else {
-		pragmas = append(pragmas, "foreign_keys(0)")
-	}
-	if c.Synchronous != "" {
-		pragmas = append(pragmas, "synchronous("+string(c.Synchronous)+")")
-	}
-	if c.CacheSizeKiB > 0 {
-		pragmas = append(pragmas, "cache_size(-"+strconv.Itoa(c.CacheSizeKiB)+")")
-	}
-	if c.QueryOnly {
-		pragmas = append(pragmas, "query_only(1)")
-	}
-	q["_pragma"] = pragmas
-	if c.Immediate {
-		q.Set("_txlock", "immediate")
-	}
-	return q
+	return "file://" + u.EscapedPath(), nil
 }
 
 // Version is a parsed SQLite library version.
@@ -166,7 +140,7 @@ func CheckWAL(s string) error {
 		return err
 	}
 	if v.HasWALResetBug() {
-		return fmt.Errorf("sqlitex: SQLite %s: %w; build with a driver that embeds SQLite >= 3.51.3 (this module links SQLite 3.54.1 from modernc.org/sqlite v1.62.0) or configure journal mode delete", v, ErrVulnerableSQLite)
+		return fmt.Errorf("sqlitex: SQLite %s: %w; build with an engine that embeds SQLite >= 3.51.3 (both of this module's do: 3.54.1, from modernc.org/sqlite v1.62.0 and github.com/mattn/go-sqlite3 v1.14.53, unless the C engine was built against the system library with the tag libsqlite3) or configure journal mode delete", v, ErrVulnerableSQLite)
 	}
 	return nil
 }

@@ -5,13 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/stretchr/testify/require"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	_ "github.com/glebarez/go-sqlite" // driver "sqlite"
-	"github.com/stretchr/testify/require"
 )
 
 type codeErr struct {
@@ -72,7 +70,7 @@ func TestDSN(t *testing.T) {
 
 func openFile(t *testing.T, cfg ConnConfig) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", cfg.DSN())
+	db, err := OpenEnv(cfg.DSN())
 	require.NoError(t, err)
 	db.SetMaxOpenConns(1)
 	t.Cleanup(func() { db.Close() })

@@ -1,12 +1,9 @@
 package sqlitex
 
 import (
-	"database/sql"
-	"testing"
-
-	_ "github.com/glebarez/go-sqlite"
 	"github.com/stretchr/testify/require"
 	sqlite3 "modernc.org/sqlite/lib"
+	"testing"
 )
 
 func TestWALResetBugVersions(t *testing.T) {
@@ -35,7 +32,7 @@ func TestWALResetBugVersions(t *testing.T) {
 // this module requires (modernc.org/sqlite v1.62.0, SQLite 3.54.1), and it
 // passes the WAL-reset check.
 func TestLinkedSQLite(t *testing.T) {
-	db, err := sql.Open("sqlite", ":memory:")
+	db, err := OpenEnv(":memory:")
 	require.NoError(t, err)
 	defer db.Close()
 	var v string

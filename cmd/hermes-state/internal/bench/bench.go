@@ -117,12 +117,15 @@ type Doc struct {
 
 // Meta describes the machine, the program and the corpus.
 type Meta struct {
-	Tool          string         `json:"tool"`
-	Command       string         `json:"command"`
-	Nproc         int            `json:"nproc"`
-	CPUModel      string         `json:"cpu_model"`
-	Go            string         `json:"go"`
-	SQLiteVersion string         `json:"sqlite_version"`
+	Tool          string `json:"tool"`
+	Command       string `json:"command"`
+	Nproc         int    `json:"nproc"`
+	CPUModel      string `json:"cpu_model"`
+	Go            string `json:"go"`
+	SQLiteVersion string `json:"sqlite_version"`
+	// Engine is the SQLite engine of the store and of the raw baselines
+	// ("go" or "c": HERMES_STATE_ENGINE, which bench --engine sets).
+	Engine        string         `json:"engine"`
 	Platform      string         `json:"platform"`
 	ProjectCommit string         `json:"project_commit"`
 	Params        map[string]any `json:"params"`
@@ -380,7 +383,7 @@ func Run(ctx context.Context, o Options) (*Doc, error) {
 		return nil, err
 	}
 	doc := &Doc{Meta: Meta{Tool: "hermes-state bench", Command: o.Command, Nproc: runtime.NumCPU(), CPUModel: cpuModel(),
-		Go: runtime.Version(), SQLiteVersion: sqliteVersion(), Platform: runtime.GOOS + "/" + runtime.GOARCH + " " + kernel(),
+		Go: runtime.Version(), SQLiteVersion: sqliteVersion(), Engine: engineName(), Platform: runtime.GOOS + "/" + runtime.GOARCH + " " + kernel(),
 		ProjectCommit: o.Commit, Corpus: cst, TempFSType: fsType(base),
 		Params: map[string]any{"corpus": cst.Path, "sets": sets, "phases": o.Phases, "runs": o.Runs, "reps": o.Reps,
 			"warmup": o.Warmup, "diag_n": o.DiagN, "procs": o.Procs, "proc_appends": o.ProcAppends, "raw_sql": !o.NoRaw,

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/glebarez/go-sqlite" // driver "sqlite" for the raw baselines and the checks
-
 	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/models"
@@ -29,8 +27,9 @@ func openStore(ctx context.Context, db, sync string) (*hs.Store, error) {
 	return hs.Open(ctx, hs.Config{Path: db, Synchronous: sync, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 
-// rawDB opens the store file with plain database/sql on the same driver
-// and the writer's settings.
+// rawDB opens the store file with plain database/sql on the same engine
+// as the store (HERMES_STATE_ENGINE, which bench --engine sets for its
+// phase processes) and the writer's settings.
 func rawDB(db, sync string) (*sql.DB, error) {
 	if pgTarget.dsn != "" {
 		return rawPG(db)
@@ -39,7 +38,7 @@ func rawDB(db, sync string) (*sql.DB, error) {
 		sync = "NORMAL"
 	}
 	c := sqlitex.ConnConfig{Path: db, BusyTimeout: 5 * time.Second, Synchronous: sqlitex.Synchronous(sync), ForeignKeys: true, Immediate: true}
-	d, err := sql.Open("sqlite", c.DSN())
+	d, err := sqlitex.OpenEnvConfig(c)
 	if err != nil {
 		return nil, err
 	}
@@ -47,8 +46,18 @@ func rawDB(db, sync string) (*sql.DB, error) {
 	return d, nil
 }
 
+// engineName is the engine of the phase processes' stores and raw
+// baselines ("" when HERMES_STATE_ENGINE names none compiled in).
+func engineName() string {
+	e, err := sqlitex.Resolve("")
+	if err != nil {
+		return ""
+	}
+	return e.Name()
+}
+
 func sqliteVersion() string {
-	d, err := sql.Open("sqlite", ":memory:")
+	d, err := sqlitex.OpenEnv(":memory:")
 	if err != nil {
 		return ""
 	}
@@ -742,10 +751,10 @@ func phaseSearch(ctx context.Context, p *params) (*SearchResult, error) {
 	return res, nil
 }
 
-// rawReadDB opens a read connection on the file (same driver).
+// rawReadDB opens a read connection on the file (same engine).
 func rawReadDB(db string) (*sql.DB, error) {
 	c := sqlitex.ConnConfig{Path: db, BusyTimeout: 5 * time.Second, QueryOnly: true}
-	d, err := sql.Open("sqlite", c.DSN())
+	d, err := sqlitex.OpenEnvConfig(c)
 	if err != nil {
 		return nil, err
 	}
