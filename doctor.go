@@ -86,7 +86,7 @@ func CheckFTS(ctx context.Context, cfg Config) ([]repo.FTSCheck, error) {
 		defer st.Close()
 		return st.Search().Check(ctx)
 	}
-	return doctor.CheckIndexes(ctx, cfg.Path)
+	return doctor.CheckIndexes(ctx, cfg.Path, cfg.Engine)
 }
 
 // RepairOptions configures Repair.

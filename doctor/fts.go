@@ -668,8 +668,8 @@ func (c *checker) olderTrigramIndexes() {
 // transaction. It returns one result per index, and an error wrapping
 // errs.ErrNotFound when there is no store, errs.ErrStorage when the file
 // cannot be read, errs.ErrCorrupt when its schema cannot be read.
-func CheckIndexes(ctx context.Context, path string) ([]repo.FTSCheck, error) {
-	r, err := Check(ctx, Options{Path: path, Full: true, ftsOnly: true})
+func CheckIndexes(ctx context.Context, path, engine string) ([]repo.FTSCheck, error) {
+	r, err := Check(ctx, Options{Path: path, Full: true, ftsOnly: true, Engine: engine})
 	if err != nil {
 		return nil, err
 	}
@@ -725,7 +725,7 @@ func (c *checker) trigramFeed() {
 	if _, ok := c.r.state.ftsByName[hfts.TrigramTable]; !ok {
 		return
 	}
-	g, err := gormOn(c.db)
+	g, err := gormOn(c.eng, c.db)
 	if err != nil {
 		return
 	}

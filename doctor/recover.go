@@ -147,7 +147,13 @@ func Recover(ctx context.Context, opts RecoverOptions) (*RecoverReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	src, err := openSource(eng, absFrom, tmp, rep)
+	// The damaged source is read through the pure-Go engine whatever the
+	// engine: the C driver runs PRAGMA synchronous on every new connection
+	// before its writable_schema, and that PRAGMA loads the schema, which
+	// fails on a truncated file or a damaged schema page before salvage can
+	// start. No lock is shared with a C connection: the source is opened
+	// immutable, or a private copy is.
+	src, err := openSource(sqlitex.GoEngine, absFrom, tmp, rep)
 	if err != nil {
 		return rep, err
 	}
