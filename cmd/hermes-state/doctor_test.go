@@ -16,6 +16,10 @@ func TestCLIDoctor(t *testing.T) {
 	out, err := run(t, "--db", db, "doctor")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "nothing wrong")
+	require.Contains(t, out, "journal mode    wal (the file's own: none configured, writes keep it)")
+	out, err = run(t, "--db", db, "--journal-mode", "wal", "doctor")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "journal mode    wal (configured wal)")
 
 	out, err = run(t, "--db", db, "--json", "doctor", "--full")
 	require.NoError(t, err)

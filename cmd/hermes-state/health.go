@@ -69,7 +69,11 @@ func printDoctor(a *app, r *hs.DoctorReport) {
 		bug = "HAS the WAL-reset bug"
 	}
 	fmt.Fprintf(w, "sqlite          %s (%s)\n", r.SQLiteVersion, bug)
-	fmt.Fprintf(w, "journal mode    %s (configured %s)\n", r.JournalMode, r.JournalConfigured)
+	if r.JournalExplicit {
+		fmt.Fprintf(w, "journal mode    %s (configured %s)\n", r.JournalMode, r.JournalConfigured)
+	} else {
+		fmt.Fprintf(w, "journal mode    %s (the file's own: none configured, writes keep it)\n", r.JournalMode)
+	}
 	if len(r.PendingMigrations) == 0 {
 		fmt.Fprintf(w, "schema version  %d, pending migrations: none\n", r.SchemaVersion)
 	} else {
