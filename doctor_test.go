@@ -211,3 +211,20 @@ func TestDoctorOlderTrigramIndexStillFindsDamage(t *testing.T) {
 		})
 	}
 }
+
+// TestRepairLeavesUntouchedFixturesAlone: repair of a Hermes file as Hermes
+// left it (nothing wrong, not adopted) changes nothing: no FTS optimize,
+// no adoption.
+func TestRepairLeavesUntouchedFixturesAlone(t *testing.T) {
+	ctx := context.Background()
+	for _, f := range fixturetest.LoadFixtures(t) {
+		t.Run(f.Name, func(t *testing.T) {
+			path := f.CopyDB(t)
+			sum := fileSums(t, path)
+			rep, err := hs.Repair(ctx, hs.Config{Path: path}, hs.RepairOptions{})
+			require.NoError(t, err)
+			require.Empty(t, rep.Actions)
+			require.Equal(t, sum, fileSums(t, path), "repair wrote to a healthy Hermes file")
+		})
+	}
+}

@@ -464,6 +464,9 @@ func (rp *repairer) fixTrigramFeed() error {
 // optimizeFTSIndexes merges the segments of every FTS index that holds
 // more than one.
 func (rp *repairer) optimizeFTSIndexes() error {
+	if rp.st.unadopted {
+		return nil // a Hermes file as Hermes left it: nothing to fix, nothing written
+	}
 	for name, t := range rp.st.ftsByName {
 		if strings.Contains(t.Tokenize, cjkTokenizer) {
 			continue
