@@ -430,6 +430,9 @@ func (r *listingRepo) Rich(ctx context.Context, opt RichOptions) ([]RichSession,
 	if opt.StartedBefore > 0 {
 		f.add("s.started_at < ?", opt.StartedBefore)
 	}
+	if d.Dialect == Postgres {
+		f = f.inlinedPostgres()
+	}
 	project := !opt.NoProjectCompressionTips && !opt.IncludeChildren
 	return Read(ctx, d, op, func(tx *gorm.DB) ([]RichSession, error) {
 		rows, err := r.richQuery(tx, f, opt, project, false)
