@@ -86,6 +86,7 @@ func List() []Migration {
 		{ID: "0104_hermesstate_pg_cjk_grams", Hermes: "ours", Description: "PostgreSQL: hs_cjk_grams() with a GIN expression index for 1-2 character CJK search", Apply: nothing, Postgres: postgresCJKGrams, PostgresOnly: true},
 		{ID: "0105_hermesstate_pg_cjk_grams_inline", Hermes: "ours", Description: "PostgreSQL: hs_cjk_grams() made inlinable (calls the set query only for CJK text)", Apply: nothing, Postgres: postgresCJKGramsInline, PostgresOnly: true},
 		{ID: "0106_hermesstate_pg_session_activity", Hermes: "ours", Description: "PostgreSQL: hermesstate_session_activity as on SQLite (0102), kept by triggers in the writing transaction, indexed, filled", Apply: nothing, Postgres: postgresSessionActivity, PostgresOnly: true},
+		{ID: "0107_hermesstate_pg_activity_listed", Hermes: "ours", Description: "PostgreSQL: hermesstate_session_activity also holds started_at, source and whether the default listing shows the session, kept by triggers, indexed in the listing's order", Apply: nothing, Postgres: postgresActivityListed, PostgresOnly: true},
 	}
 }
 

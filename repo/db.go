@@ -72,6 +72,9 @@ type DB struct {
 	closed atomic.Bool
 	// activity caches whether the file has ActivityTable (1 yes, 2 no).
 	activity atomic.Int32
+	// activityListed caches whether the PostgreSQL activity table carries
+	// migration 0107's listing columns (1 yes).
+	activityListed atomic.Int32
 	// convCols caches the SELECT list of a replay (conversationCols).
 	convCols atomic.Pointer[string]
 	// cjkDefer collects inserted ids for the CJK index (cjkdefer.go).

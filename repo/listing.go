@@ -257,6 +257,11 @@ func (d *DB) listableChildSQL() string {
 type filter struct {
 	where []string
 	args  []any
+	// listed, on PostgreSQL, is the condition on ActivityTable (alias a)
+	// that selects the same sessions as where from its listed column
+	// (activityListedArm), "" when where holds more than that table
+	// answers.
+	listed string
 }
 
 func (f *filter) add(clause string, args ...any) {
@@ -432,6 +437,7 @@ func (r *listingRepo) Rich(ctx context.Context, opt RichOptions) ([]RichSession,
 	}
 	if d.Dialect == Postgres {
 		f = f.inlinedPostgres()
+		f.listed = listedCondPostgres(opt)
 	}
 	project := !opt.NoProjectCompressionTips && !opt.IncludeChildren
 	return Read(ctx, d, op, func(tx *gorm.DB) ([]RichSession, error) {
@@ -562,7 +568,7 @@ func (r *listingRepo) richStatement(tx *gorm.DB, f *filter, opt RichOptions, pro
 	case opt.OrderByLastActive && scan > 0:
 		p = d.messageScanPage(f, limit, scan, max(64, (opt.Offset+opt.Limit)*4))
 	case opt.OrderByLastActive && act && d.Dialect == Postgres:
-		p = d.activityUnionPage(f, limit, opt.Offset+opt.Limit)
+		p = d.activityUnionPage(f, limit, opt.Offset+opt.Limit, f.listed != "" && d.hasActivityListed(tx))
 	case opt.OrderByLastActive:
 		p = d.fullActivityPage(f, limit)
 	default:
@@ -617,22 +623,39 @@ func (d *DB) messageScanPage(f *filter, limit string, scan, ss int) richPage {
 // them). Only the first need (offset + limit) sessions of the first kind
 // can be on the page, so that side stops there (a plain index walk).
 // Nothing reads messages.
-func (d *DB) activityUnionPage(f *filter, limit string, need int) richPage {
+//
+// With listed (the store has migration 0107 and the filter is one its
+// listed column answers, f.listed), the first kind is read from
+// idx_hermesstate_activity_listed (or its source variant) alone: the
+// index holds the sessions the default filter shows, in the page's order,
+// so a deep page walks offset + limit index entries and reads no session
+// row. The few rows whose listed is NULL (a model_config that is not
+// JSON) are read through sessions and the full filter, as before.
+func (d *DB) activityUnionPage(f *filter, limit string, need int, listed bool) richPage {
 	where := f.sql()
 	and := " AND "
 	if where == "" {
 		where, and = "WHERE ", ""
 	}
+	first := fmt.Sprintf(`(SELECT s.id, a.active_at AS eff, s.started_at FROM %[1]s a JOIN sessions s ON s.id = a.session_id
+			%[2]s%[3]s(s.end_reason IS NULL OR s.end_reason <> 'compression')
+			ORDER BY a.active_at DESC NULLS LAST, s.started_at DESC, s.id DESC LIMIT %[4]d)`, ActivityTable, where, and, need)
+	args := append(append(append([]any{}, f.args...), f.args...), f.args...)
+	if listed {
+		first = fmt.Sprintf(`(SELECT a.session_id AS id, a.active_at AS eff, a.started_at FROM %[1]s a WHERE %[2]s
+			ORDER BY a.active_at DESC NULLS LAST, a.started_at DESC, a.session_id DESC LIMIT %[5]d)
+			UNION ALL
+			(SELECT s.id, a.active_at AS eff, s.started_at FROM %[1]s a JOIN sessions s ON s.id = a.session_id
+			%[3]s%[4]sa.listed IS NULL AND (s.end_reason IS NULL OR s.end_reason <> 'compression')
+			ORDER BY a.active_at DESC NULLS LAST, s.started_at DESC, s.id DESC LIMIT %[5]d)`, ActivityTable, f.listed, where, and, need)
+	}
 	chain := d.tipCTEAct("chain", "SELECT s.id FROM sessions s "+where+and+"s.end_reason = 'compression'", true)
 	sql := chain + ",\n" + fmt.Sprintf(`page AS (SELECT id, eff, started_at FROM (
-			(SELECT s.id, a.active_at AS eff, s.started_at FROM %[1]s a JOIN sessions s ON s.id = a.session_id
-			%[2]s%[3]s(s.end_reason IS NULL OR s.end_reason <> 'compression')
-			ORDER BY a.active_at DESC NULLS LAST, s.started_at DESC, s.id DESC LIMIT %[5]d)
+			%[6]s
 			UNION ALL
 			SELECT s.id, (SELECT MAX(ca.active_at) FROM chain c JOIN %[1]s ca ON ca.session_id = c.cur_id WHERE c.root_id = s.id), s.started_at
 			FROM sessions s %[2]s%[3]ss.end_reason = 'compression'
-		) u ORDER BY eff DESC NULLS LAST, started_at DESC, id DESC%[4]s)`, ActivityTable, where, and, limit, need)
-	args := append(append(append([]any{}, f.args...), f.args...), f.args...)
+		) u ORDER BY eff DESC NULLS LAST, started_at DESC, id DESC%[4]s)`, ActivityTable, where, and, limit, need, first)
 	return richPage{sql: sql, args: args, bounds: noBounds}
 }
 

@@ -26,6 +26,12 @@ import (
 //     (hs_activity_recompute: one seek in idx_messages_session).
 //   - sessions DELETE: the row goes.
 //
+// Migration 0107 adds each session's started_at, source and listed (1
+// when the default listing shows it on its own, 0 when not, NULL when the
+// trigger cannot decide) with indexes in the listing's order, kept by the
+// same triggers plus one on the session's and its parent's writes
+// (listedCondPostgres, activityUnionPage).
+//
 // The copy tool loads rows with hermesstate.copying = 'on': the triggers
 // stand aside and the table is rebuilt in one statement at the end
 // (SessionActivityRebuildPostgres). The DDL is migration 0106's
@@ -33,8 +39,9 @@ import (
 
 // activityRebuildPostgres fills the emptied table from every session in
 // one statement (one pass over messages, grouped).
-var activityRebuildPostgres = strings.Join(strings.Fields(`INSERT INTO `+ActivityTable+` (session_id, active_at, active_sane)
-	SELECT s.id, COALESCE(v.t, CASE WHEN `+"s.started_at "+sqlIn+` THEN s.started_at END), v.t IS NOT NULL
+var activityRebuildPostgres = strings.Join(strings.Fields(`INSERT INTO `+ActivityTable+` (session_id, active_at, active_sane, started_at, source, listed)
+	SELECT s.id, COALESCE(v.t, CASE WHEN `+"s.started_at "+sqlIn+` THEN s.started_at END), v.t IS NOT NULL,
+		s.started_at, s.source, hs_activity_listed(s.id)
 	FROM sessions s
 	LEFT JOIN (SELECT session_id, MAX(timestamp) AS mt FROM messages WHERE `+"timestamp "+sqlIn+` GROUP BY session_id) m ON m.session_id = s.id
 	CROSS JOIN LATERAL (SELECT GREATEST(CASE WHEN `+"s.last_activity_at "+sqlIn+` THEN s.last_activity_at END, m.mt) AS t) v`), " ")

@@ -49,6 +49,8 @@ func TestPostgresActivityTable(t *testing.T) {
 			var n int
 			require.NoError(t, raw.QueryRow(pgActivityDrift).Scan(&n))
 			require.Zero(t, n, "sessions whose activity row is missing or wrong %s", step)
+			require.NoError(t, raw.QueryRow(repo.ListedDriftPostgres()).Scan(&n))
+			require.Zero(t, n, "sessions whose listed, source or started_at in the activity table is wrong %s", step)
 		})
 		stores[b] = st
 		if b == hermesstatetest.Postgres {
@@ -137,10 +139,39 @@ func activityScenario(t *testing.T, st *hs.Store, exec func(string, ...any), che
 			fmt.Sprintf("d%04d", i), now+float64(i), fmt.Sprintf("s%04d", r.IntN(300)))
 		exec("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', 'x', ?)", fmt.Sprintf("d%04d", i), now+200000)
 	}
+	// Children the listing shows or hides by their parent (branched,
+	// reset with the same session key) or by their own markers.
+	exec("INSERT INTO sessions (id, source, started_at, ended_at, end_reason, session_key) VALUES ('b-parent', 'cli', ?, ?, 'branched', 'k1')", now, now+10)
+	exec("INSERT INTO sessions (id, source, started_at, parent_session_id) VALUES ('b-after', 'cli', ?, 'b-parent'), ('b-before', 'telegram', ?, 'b-parent')", now+20, now+5)
+	exec("INSERT INTO sessions (id, source, started_at, ended_at, end_reason, session_key) VALUES ('r-parent', 'cli', ?, ?, 'idle', 'k2')", now, now+10)
+	exec("INSERT INTO sessions (id, source, started_at, parent_session_id, session_key) VALUES ('r-same', 'cli', ?, 'r-parent', 'k2'), ('r-other', 'cli', ?, 'r-parent', 'k3')", now+20, now+21)
+	exec(`INSERT INTO sessions (id, source, started_at, parent_session_id, model_config) VALUES ('m-branch', 'rare', ?, 's0007', '{"_branched_from": "s0007"}'),
+		('m-reset', 'cli', ?, 's0008', ' {"_reset_from": "s0008"}'), ('m-other', 'cli', ?, 's0009', '{"model": "x"}'), ('m-root', 'cli', ?, NULL, '[1, 2]')`,
+		now+30, now+31, now+32, now+33)
+	exec("INSERT INTO sessions (id, source, started_at) VALUES ('late-parent', 'discord', ?)", now)
+	exec("INSERT INTO sessions (id, source, started_at, parent_session_id, session_key) VALUES ('late-child', 'discord', ?, 'late-parent', 'k4')", now+50)
+	for _, id := range []string{"b-after", "b-before", "r-same", "r-other", "m-branch", "m-reset", "m-other", "m-root", "late-child"} {
+		exec("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', 'child', ?)", id, now+100000+float64(len(id)))
+	}
 	_, err := st.Lineage().SetPinned(ctx, "s0042", true)
 	require.NoError(t, err)
 	exec("UPDATE sessions SET archived = 1 WHERE id IN (SELECT id FROM sessions ORDER BY id LIMIT 20 OFFSET 100)")
+	exec("UPDATE sessions SET hidden = 1 WHERE id IN ('s0010', 's0011', 'r-same')")
 	check("after the inserts")
+
+	// The parent's end decides about its children after they exist.
+	exec("UPDATE sessions SET ended_at = ?, end_reason = 'branched' WHERE id = 'late-parent'", now+40)
+	check("after a parent branched")
+	exec("UPDATE sessions SET end_reason = 'daily', session_key = 'k4' WHERE id = 'late-parent'")
+	check("after a parent reset")
+	exec("UPDATE sessions SET session_key = 'k5' WHERE id = 'late-parent'")
+	exec("UPDATE sessions SET hidden = 0 WHERE id = 'r-same'")
+	exec("UPDATE sessions SET parent_session_id = 'b-parent' WHERE id = 'r-other'")
+	exec("UPDATE sessions SET parent_session_id = NULL WHERE id = 'b-before'")
+	exec(`UPDATE sessions SET model_config = '{"_delegate_from": "y"}' WHERE id = 'm-branch'`)
+	exec("UPDATE sessions SET source = 'rare', archived = 0 WHERE id IN (SELECT id FROM sessions WHERE archived = 1 ORDER BY id LIMIT 3)")
+	exec("UPDATE sessions SET started_at = started_at + 3 WHERE id IN ('s0012', 'b-after')")
+	check("after writes to children and flags")
 
 	exec("DELETE FROM messages WHERE id IN (SELECT id FROM messages ORDER BY timestamp DESC, id LIMIT 25)")
 	exec("UPDATE messages SET timestamp = timestamp + 777777 WHERE id IN (SELECT id FROM messages ORDER BY id LIMIT 10 OFFSET 40)")
@@ -149,5 +180,7 @@ func activityScenario(t *testing.T, st *hs.Store, exec func(string, ...any), che
 	exec("UPDATE sessions SET last_activity_at = NULL WHERE id = 's0003'")
 	exec("DELETE FROM messages WHERE session_id = 's0005'")
 	exec("DELETE FROM sessions WHERE id = 's0005'")
+	exec("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = 'r-parent'")
+	exec("DELETE FROM sessions WHERE id = 'r-parent'")
 	check("after deletes and moves")
 }

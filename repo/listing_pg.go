@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"gorm.io/gorm"
+
 	"github.com/hermesstate/hermesstate/internal/pgsql"
 )
 
@@ -67,4 +69,72 @@ func (f *filter) inlinedPostgres() *filter {
 		return f
 	}
 	return out
+}
+
+// listedCondPostgres returns the condition on ActivityTable (alias a) that
+// selects, among the sessions not ended by compression, the ones the
+// listing opt shows, when the listed column of migration 0107 answers it:
+// the default filter (no children, not archived, not hidden), optionally
+// restricted by sources. It returns "" for any other filter (the listing
+// then reads sessions for every row, as before).
+func listedCondPostgres(opt RichOptions) string {
+	if !opt.OrderByLastActive || opt.IncludeChildren || opt.IncludeArchived || opt.ArchivedOnly || opt.IncludeHidden ||
+		opt.CwdPrefix != "" || opt.SessionKey != "" || opt.MinMessageCount != 0 || opt.IDQuery != "" || opt.SearchQuery != "" ||
+		opt.StartedSince != 0 || opt.StartedBefore != 0 {
+		return ""
+	}
+	cond := "a.listed = 1"
+	list := func(vals []string) (string, bool) {
+		lits := make([]string, len(vals))
+		for i, v := range vals {
+			l, ok := pgLiteral(v)
+			if !ok {
+				return "", false
+			}
+			lits[i] = l
+		}
+		return strings.Join(lits, ", "), true
+	}
+	include := opt.Sources
+	if opt.Source != "" {
+		include = []string{opt.Source}
+	}
+	if len(include) > 0 {
+		l, ok := list(include)
+		if !ok {
+			return ""
+		}
+		cond += " AND a.source IN (" + l + ")"
+	}
+	if len(opt.ExcludeSources) > 0 {
+		l, ok := list(opt.ExcludeSources)
+		if !ok {
+			return ""
+		}
+		cond += " AND a.source NOT IN (" + l + ")"
+	}
+	return cond
+}
+
+// activityListedObjects are the triggers of migration 0107 that keep the
+// listed, source and started_at columns of ActivityTable.
+var activityListedObjects = []string{"hermesstate_activity_session_listed", "hermesstate_activity_session_parent"}
+
+// hasActivityListed reports whether the PostgreSQL activity table carries
+// migration 0107's columns and their triggers (cached once found).
+func (d *DB) hasActivityListed(tx *gorm.DB) bool {
+	if d.activityListed.Load() == 1 {
+		return true
+	}
+	var n int64
+	err := tx.Raw(`SELECT (SELECT COUNT(*) FROM pg_attribute at JOIN pg_class c ON c.oid = at.attrelid JOIN pg_namespace ns ON ns.oid = c.relnamespace
+			WHERE ns.nspname = current_schema() AND c.relname = ? AND at.attname = 'listed' AND NOT at.attisdropped)
+		+ (SELECT COUNT(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace ns ON ns.oid = c.relnamespace
+			WHERE ns.nspname = current_schema() AND NOT t.tgisinternal AND t.tgname IN (?, ?))`,
+		ActivityTable, activityListedObjects[0], activityListedObjects[1]).Scan(&n).Error
+	if err == nil && n == 3 {
+		d.activityListed.Store(1)
+		return true
+	}
+	return false
 }
