@@ -92,53 +92,83 @@ func (g *committer) drain() {
 	g.wg.Wait()
 }
 
-// submit queues c and starts the committing goroutine when none runs.
-func (g *committer) submit(c *appendCall) error {
+// submit queues c. It reports lead when the committer was idle: the
+// caller then commits the group itself (lead), with no hand-off to another
+// goroutine; otherwise the goroutine already committing takes c.
+func (g *committer) submit(c *appendCall) (lead bool, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return errs.Errorf(errs.ErrClosed, c.op, "the store is closed")
+		return false, errs.Errorf(errs.ErrClosed, c.op, "the store is closed")
 	}
 	g.queue = append(g.queue, c)
 	if !g.running {
 		g.running = true
 		g.wg.Add(1)
-		go g.run()
+		return true, nil
 	}
-	return nil
+	return false, nil
+}
+
+// lead commits, in the goroutine of the caller that found the committer
+// idle, the group its call heads (its call, and any queued since). The
+// calls queued while that group was committed are left to a committing
+// goroutine, so the caller returns as soon as its own COMMIT did. A lone
+// caller thus pays no goroutine start or wake-up (measured: BENCHMARKS.md,
+// "The lone append commits in its caller").
+func (g *committer) lead() {
+	if !g.step() {
+		g.wg.Done()
+		return
+	}
+	g.mu.Lock()
+	if len(g.queue) == 0 {
+		g.running = false
+		g.mu.Unlock()
+		g.wg.Done()
+		return
+	}
+	g.mu.Unlock()
+	go g.run() // takes over the running flag and the WaitGroup count
 }
 
 // run commits groups until the queue is empty.
 func (g *committer) run() {
 	defer g.wg.Done()
-	for {
-		g.mu.Lock()
-		var batch []*appendCall
-		n := 0
-		for n < len(g.queue) && len(batch) < maxGroup {
-			c := g.queue[n]
-			n++
-			if c.state.Load() == callWithdrawn {
-				continue
-			}
-			batch = append(batch, c)
-		}
-		clear(g.queue[:n])
-		g.queue = g.queue[n:]
-		if len(g.queue) == 0 {
-			g.queue = nil
-		}
-		if len(batch) == 0 {
-			g.running = false
-			g.mu.Unlock()
-			return
-		}
-		g.mu.Unlock()
-		g.commit(batch)
+	for g.step() {
 		// Let the callers just answered queue their next call before the
 		// next group is taken (no timer: a lone caller never waits).
 		runtime.Gosched()
 	}
+}
+
+// step commits the next group of queued calls. With nothing queued it
+// clears the running flag and returns false.
+func (g *committer) step() bool {
+	g.mu.Lock()
+	var batch []*appendCall
+	n := 0
+	for n < len(g.queue) && len(batch) < maxGroup {
+		c := g.queue[n]
+		n++
+		if c.state.Load() == callWithdrawn {
+			continue
+		}
+		batch = append(batch, c)
+	}
+	clear(g.queue[:n])
+	g.queue = g.queue[n:]
+	if len(g.queue) == 0 {
+		g.queue = nil
+	}
+	if len(batch) == 0 {
+		g.running = false
+		g.mu.Unlock()
+		return false
+	}
+	g.mu.Unlock()
+	g.commit(batch)
+	return true
 }
 
 // errAllWithdrawn ends a group transaction none of whose calls is wanted

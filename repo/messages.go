@@ -236,8 +236,12 @@ func (r *messageRepo) Append(ctx context.Context, sessionID string, m MessageInp
 		return 0, err
 	}
 	c := &appendCall{ctx: ctx, op: op, sid: sessionID, row: row, done: make(chan struct{})}
-	if err := r.group.submit(c); err != nil {
+	lead, err := r.group.submit(c)
+	if err != nil {
 		return 0, err
+	}
+	if lead {
+		r.group.lead()
 	}
 	select {
 	case <-c.done:

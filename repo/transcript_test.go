@@ -436,6 +436,10 @@ func TestContractRewind(t *testing.T) {
 		require.Equal(t, 4, res.RewoundCount)
 		_, err = rw.UserTurn(ctx, "s", 1)
 		fixturetest.RequireKind(t, err, hs.ErrNotFound)
+		// A turn counted back past the oldest is no turn either (it does not
+		// rewind the whole session).
+		_, err = rw.UserTurn(ctx, "s", -9999999)
+		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 
 		// Rewinding with pinned expectations.
 		active, err = rw.ActiveIDs(ctx, "s")
