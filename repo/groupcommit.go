@@ -29,8 +29,8 @@ import (
 // returned.
 //
 // There is no timer: a lone caller finds the queue empty and is committed
-// at once, alone, exactly as before. A group is what is queued when the
-// writer becomes free, at most maxGroup calls.
+// at once, alone, in its own goroutine (lead). A group is what is queued
+// when the writer becomes free, at most maxGroup calls.
 //
 // Failures stay with the call they belong to. A missing session
 // (ErrNotFound) or one ended by compression (ErrConflict) is found by the
