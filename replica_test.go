@@ -58,11 +58,20 @@ func TestPostgresReadReplica(t *testing.T) {
 	_, err = w.Messages().Append(ctx, "r1", repo.MessageInput{Role: "user", Content: models.Text("first")})
 	require.NoError(t, err)
 
+	// The standby replays the schema and r1 first: a reader opened before
+	// that finds no tables there and leaves the replica aside for a while
+	// (seen in CI: "relation messages does not exist", then every read
+	// from the primary), which is the fallback, not what is tested here.
+	lsn := pgtest.QueryInt(t, dsn, "SELECT (pg_current_wal_lsn() - '0/0')::bigint")
+	waitFor(t, "the replica to replay the schema and r1", func() bool {
+		return pgtest.QueryInt(t, replica, "SELECT COALESCE((pg_last_wal_replay_lsn() - '0/0')::bigint, 0)") >= lsn
+	})
 	ro, err := hs.Open(ctx, hs.Config{DSN: dsn, Schema: schema, ReadOnly: true, ReadDSNs: []string{replica}, ReplicaMaxLag: time.Hour})
 	require.NoError(t, err)
 	defer ro.Close()
-	waitFor(t, "the replica to replay r1", func() bool { return listedIDs(t, ro)["r1"] })
-	require.Positive(t, ro.ReplicaStats().Served, "the reader store never read from the replica")
+	waitFor(t, "the reader store to read r1 from the replica", func() bool {
+		return listedIDs(t, ro)["r1"] && ro.ReplicaStats().Served > 0
+	})
 
 	// Replay paused: the replica keeps what it has.
 	pgtest.Exec(t, replica, "SELECT pg_wal_replay_pause()")
