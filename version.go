@@ -25,8 +25,11 @@ type Build struct {
 	// SchemaVersion is the Hermes schema version written (and the newest
 	// read read-write): HermesSchemaVersion.
 	SchemaVersion int `json:"schema_version"`
-	// SQLiteVersion is sqlite_version() of the default engine's SQLite
-	// library, SQLiteEngine the library that provides it and how.
+	// Engine is the engine the SQLite fields describe: the build's default
+	// (BuildInfo) or the one asked for (BuildInfoFor). SQLiteVersion is
+	// sqlite_version() of its SQLite library, SQLiteEngine the library
+	// that provides it and how.
+	Engine        string `json:"engine"`
 	SQLiteVersion string `json:"sqlite_version"`
 	SQLiteEngine  string `json:"sqlite_engine"`
 	// Engines are the SQLite engines compiled in (Config.Engine: "go",
@@ -45,15 +48,37 @@ type Build struct {
 // in-memory SQLite database for its version; when that fails the Build
 // returned has everything else and the error wraps ErrStorage.
 func BuildInfo(ctx context.Context) (Build, error) {
+	return buildInfo(ctx, sqlitex.Default())
+}
+
+// BuildInfoFor is BuildInfo with the SQLite fields of the engine named
+// engine, chosen as Config.Engine chooses ("" is HERMES_STATE_ENGINE, else
+// the build's default). An engine this build lacks is an error wrapping
+// ErrUnsupported that names the build command, an unknown name one
+// wrapping ErrInvalid; the Build returned then has no SQLite fields.
+func BuildInfoFor(ctx context.Context, engine string) (Build, error) {
+	e, err := Config{Engine: engine}.engine()
+	if err != nil {
+		b, _ := buildInfo(ctx, nil)
+		return b, err
+	}
+	return buildInfo(ctx, e)
+}
+
+// buildInfo fills a Build; with e nil it leaves the SQLite fields empty.
+func buildInfo(ctx context.Context, e *sqlitex.Engine) (Build, error) {
 	bi, _ := debug.ReadBuildInfo()
 	b := versionOf(bi)
 	b.SchemaVersion = HermesSchemaVersion
 	b.GoVersion = runtime.Version()
 	b.Platform = runtime.GOOS + "/" + runtime.GOARCH
-	def := sqlitex.Default()
-	b.SQLiteEngine = sqliteEngine(bi, def)
-	b.Engines, b.DefaultEngine = Engines(), def.Name()
-	v, err := linkedSQLiteVersion(ctx, def)
+	b.Engines, b.DefaultEngine = Engines(), sqlitex.Default().Name()
+	if e == nil {
+		return b, nil
+	}
+	b.Engine = e.Name()
+	b.SQLiteEngine = sqliteEngine(bi, e)
+	v, err := linkedSQLiteVersion(ctx, e)
 	if err != nil {
 		return b, errtext.Storage("version", err, "cannot ask SQLite for its version", "")
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,6 +31,32 @@ func TestBuildInfo(t *testing.T) {
 	require.Equal(t, runtime.Version(), b.GoVersion)
 	require.Equal(t, runtime.GOOS+"/"+runtime.GOARCH, b.Platform)
 	require.NotEmpty(t, b.Version)
+}
+
+// BuildInfoFor describes the engine asked for, refuses one this build
+// lacks with ErrUnsupported and the build command, and an unknown name
+// with ErrInvalid.
+func TestBuildInfoFor(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{EngineGo, EngineC} {
+		b, err := BuildInfoFor(ctx, name)
+		if !slices.Contains(Engines(), name) {
+			require.ErrorIs(t, err, ErrUnsupported)
+			require.Contains(t, err.Error(), EngineBuildCommand)
+			require.Empty(t, b.SQLiteVersion)
+			require.Equal(t, HermesSchemaVersion, b.SchemaVersion)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, name, b.Engine)
+		require.Contains(t, b.SQLiteEngine, map[string]string{EngineGo: "modernc.org/sqlite", EngineC: "github.com/mattn/go-sqlite3"}[name])
+		require.Regexp(t, `^3\.\d+\.\d+$`, b.SQLiteVersion)
+	}
+	_, err := BuildInfoFor(ctx, "sqlite")
+	require.ErrorIs(t, err, ErrInvalid)
+	b, err := BuildInfo(ctx)
+	require.NoError(t, err)
+	require.Equal(t, DefaultEngine(), b.Engine)
 }
 
 // The version comes from the build info: a release's module version, else

@@ -155,8 +155,10 @@ func TestCLICopyNamesTheSource(t *testing.T) {
 
 // TestCLIReadReplica (issue 21, item 3): --read-db gives the commands a
 // hot standby to read from: a session written on the primary is listed
-// through it once replayed, a store search through it finds the demo
-// text, and --read-db without a PostgreSQL --db is refused (exit 2).
+// through it once replayed, a replica that is down falls back to the
+// primary with a warning, and --read-db without a PostgreSQL --db is
+// refused (exit 2). That reads really go to a healthy replica is
+// TestPostgresReadReplica's (hermesstate package) to show.
 func TestCLIReadReplica(t *testing.T) {
 	replica := pgtest.ReplicaDSN(t)
 	dsn, schema := pgtest.Schema(t)
@@ -176,6 +178,18 @@ func TestCLIReadReplica(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "the replica never showed the 3 demo sessions: %s", out)
 		time.Sleep(100 * time.Millisecond)
 	}
+	// A replica that is down costs only the fallback, and says so: the
+	// same answer from the primary, exit 0, a warning naming the replica
+	// (which also shows --read-db reaches the store).
+	down := "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2"
+	out, stderr, code := runCLI(t, append(append([]string{}, db...), "--read-db", down, "--json", "sessions", "list", "--by-activity")...)
+	require.Equal(t, 0, code, stderr)
+	var sessions []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &sessions))
+	require.Len(t, sessions, 3)
+	require.Contains(t, stderr, "read replica not used; reads go to the primary")
+	require.Contains(t, stderr, "127.0.0.1:1/test")
+
 	_, err = run(t, "--db", filepath.Join(t.TempDir(), "state.db"), "--read-db", replica, "sessions", "list")
 	require.Error(t, err)
 	require.Equal(t, 2, exitCode(err), errText(err))

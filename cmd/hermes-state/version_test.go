@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,12 +22,14 @@ func TestCLIVersion(t *testing.T) {
 	require.NoError(t, err)
 	st, err := hs.Open(context.Background(), hs.Config{Path: filepath.Join(t.TempDir(), "state.db")})
 	require.NoError(t, err)
-	sqliteVersion := st.SQLiteVersion()
+	sqliteVersion, engine := st.SQLiteVersion(), st.SQLiteEngine()
 	require.NoError(t, st.Close())
 	require.Regexp(t, `(?m)^hermes-state  \S+`, out)
 	require.Contains(t, out, "Hermes schema 30 ")
-	lib := map[string]string{hs.EngineGo: "modernc.org/sqlite", hs.EngineC: "github.com/mattn/go-sqlite3"}[hs.DefaultEngine()]
-	require.Contains(t, out, "SQLite        "+sqliteVersion+", "+lib)
+	libs := map[string]string{hs.EngineGo: "modernc.org/sqlite", hs.EngineC: "github.com/mattn/go-sqlite3"}
+	// The SQLite of the engine the other commands use (a store opened
+	// with the same environment: HERMES_STATE_ENGINE, else the default).
+	require.Contains(t, out, "SQLite        "+sqliteVersion+", engine "+engine+": "+libs[engine])
 	require.Contains(t, out, "Engines       "+strings.Join(hs.Engines(), ", ")+" (default "+hs.DefaultEngine()+";")
 	require.Contains(t, out, "Go            "+runtime.Version())
 	require.NoFileExists(t, nowhere)
@@ -38,5 +41,25 @@ func TestCLIVersion(t *testing.T) {
 	require.EqualValues(t, 30, b["schema_version"])
 	require.Equal(t, sqliteVersion, b["sqlite_version"])
 	require.Equal(t, runtime.Version(), b["go_version"])
+	require.Equal(t, engine, b["engine"])
 	require.NotEmpty(t, b["version"])
+
+	// --engine picks the engine version describes, as for every command;
+	// one this build lacks fails the same way (exit 1, the build command),
+	// an unknown one is a usage error.
+	for _, name := range []string{hs.EngineGo, hs.EngineC} {
+		out, errOut, code := runCLI(t, "--engine", name, "--json", "version")
+		if !slices.Contains(hs.Engines(), name) {
+			require.Equal(t, 1, code, errOut)
+			require.Contains(t, errOut, hs.EngineBuildCommand)
+			continue
+		}
+		require.Equal(t, 0, code, errOut)
+		var b map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &b))
+		require.Equal(t, name, b["engine"])
+		require.Contains(t, b["sqlite_engine"], libs[name])
+	}
+	_, errOut, code := runCLI(t, "--engine", "sqlite", "version")
+	require.Equal(t, 2, code, errOut)
 }
