@@ -43,12 +43,14 @@ const appendCountersSQL = `UPDATE sessions SET message_count = COALESCE(message_
 // ErrConflict, with nothing written.
 func (r *messageRepo) appendOne(tx *gorm.DB, op string, m *models.Message) error {
 	hooks.NormalizeMessage(m, models.Now())
-	// Both statements go to the transaction's connection directly: they
-	// are plain SQL with plain arguments, and GORM's statement building
-	// (its callbacks, clause and argument handling) cost about 60 µs per
-	// append on the C engine, more than the counter UPDATE itself
-	// (BENCHMARKS.md, "The lone append commits in its caller").
-	ctx, pool := tx.Statement.Context, tx.Statement.ConnPool
+	// Both statements go to the transaction itself (directConn): they are
+	// plain SQLite SQL with plain arguments and need none of GORM's
+	// statement building (BENCHMARKS.md, "The lone append commits in its
+	// caller"). appendOne runs only on SQLite, in a write transaction.
+	ctx, pool, ok := directConn(tx)
+	if !ok {
+		return errs.Errorf(errs.ErrUnsupported, op, "the lone append runs only in a SQLite write transaction")
+	}
 	res, err := pool.ExecContext(ctx, appendCountersSQL, hooks.CountedToolCalls(m), m.SessionID)
 	if err != nil {
 		return err

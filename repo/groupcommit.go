@@ -117,19 +117,23 @@ func (g *committer) submit(c *appendCall) (lead bool, err error) {
 // caller thus pays no goroutine start or wake-up (measured: BENCHMARKS.md,
 // "The lone append commits in its caller").
 func (g *committer) lead() {
-	if !g.step() {
-		g.wg.Done()
+	if g.step() && g.pending() {
+		go g.run() // takes over the running flag and the WaitGroup count
 		return
 	}
+	g.wg.Done()
+}
+
+// pending reports whether calls are queued; when none are, it clears the
+// running flag under the same lock, so the next call leads.
+func (g *committer) pending() bool {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	if len(g.queue) == 0 {
 		g.running = false
-		g.mu.Unlock()
-		g.wg.Done()
-		return
+		return false
 	}
-	g.mu.Unlock()
-	go g.run() // takes over the running flag and the WaitGroup count
+	return true
 }
 
 // run commits groups until the queue is empty.

@@ -281,12 +281,25 @@ func scanRich(tx *gorm.DB, q string, args ...any) ([]richRow, error) {
 // short statement's compilation on the hot reads).
 // On PostgreSQL GORM stays in the path: it rewrites the ? placeholders.
 func queryRows(tx *gorm.DB, q string, args ...any) (*sql.Rows, error) {
-	if isPostgres(tx) || tx.Statement.ConnPool == nil {
+	ctx, pool, ok := directConn(tx)
+	if !ok {
 		return tx.Raw(q, args...).Rows()
 	}
-	ctx := tx.Statement.Context
+	return pool.QueryContext(ctx, q, args...)
+}
+
+// directConn returns tx's context and connection (or transaction) for a
+// statement sent with database/sql itself, as written: the SQLite hot
+// paths (queryRows, appendOne). ok is false on PostgreSQL, whose
+// statements need GORM's rewriting of the ? placeholders, and when tx has
+// no connection yet.
+func directConn(tx *gorm.DB) (ctx context.Context, pool gorm.ConnPool, ok bool) {
+	if isPostgres(tx) || tx.Statement.ConnPool == nil {
+		return nil, nil, false
+	}
+	ctx = tx.Statement.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return tx.Statement.ConnPool.QueryContext(ctx, q, args...)
+	return ctx, tx.Statement.ConnPool, true
 }
