@@ -73,6 +73,7 @@ func newRoot(a *app) *cobra.Command {
 		benchWorkerCmd(a),
 		mcpCmd(a),
 		browseCmd(a),
+		serveCmd(a),
 		versionCmd(a),
 	)
 	usageErrors(root)
