@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
+	"github.com/hermesstate/hermesstate/internal/pgtest"
 )
 
 // served is a `hermes-state serve` running in this process.
@@ -34,7 +37,7 @@ func startServe(t *testing.T, args ...string) *served {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncBuffer
 	done := make(chan int, 1)
-	go func() { done <- execute(ctx, &app{out: &out, errOut: &errOut}, append(args, "serve")) }()
+	go func() { done <- execute(ctx, &app{out: &out, errOut: &errOut}, append([]string{"serve"}, args...)) }()
 	re := regexp.MustCompile(`^(http://[^\s]+)/\n`)
 	deadline := time.Now().Add(30 * time.Second)
 	var base string
@@ -275,4 +278,176 @@ func TestServeFixturesAsTheyAre(t *testing.T) {
 			require.Equal(t, listing, fixturetest.Listing(t, dir), "serving left files beside the file")
 		})
 	}
+}
+
+// python3 returns python3's path: the live-file test writes as Hermes does,
+// through Python's sqlite3. Without it the test skips (fails under CI).
+func python3(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("python3 is missing: the live-file test writes through Python's sqlite3 as Hermes does")
+		}
+		t.Skip("python3 is not installed: the live-file test writes through Python's sqlite3 as Hermes does")
+	}
+	return p
+}
+
+// hermesWrite runs Hermes-style statements on path through python3's
+// sqlite3 (WAL, as Hermes opens its file), one transaction.
+func hermesWrite(t *testing.T, path, sid, text string) {
+	t.Helper()
+	out, err := exec.Command(python3(t), "-c", `
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
+c.execute("PRAGMA journal_mode=WAL")
+c.execute("BEGIN IMMEDIATE")
+now = time.time()
+c.execute("INSERT INTO sessions (id, source, started_at) VALUES (?, 'telegram', ?)", (sys.argv[2], now))
+c.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, ?)", (sys.argv[2], sys.argv[3], now))
+c.execute("UPDATE sessions SET message_count = message_count + 1 WHERE id = ?", (sys.argv[2],))
+c.execute("COMMIT")
+c.close()
+`, path, sid, text).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+}
+
+// TestServeLiveFile: serving a Hermes file while Hermes writes it (Python's
+// sqlite3, WAL, as Hermes does): sessions and messages written after the
+// server started are listed and found on the next request, and the server
+// never writes (its connection is read-only).
+func TestServeLiveFile(t *testing.T) {
+	path := fixturetest.Copy(t, "hermes-v30.db")
+	hermesWrite(t, path, "live-before", "written before serve started")
+	s := startServe(t, "--db", path)
+	require.Contains(t, pageRows(s.mustPage(t, "/")), "live-before")
+	require.Empty(t, pageHits(s.mustPage(t, "/search?q=zebrafinch")))
+	for i := range 3 {
+		id := fmt.Sprintf("live-%d", i)
+		hermesWrite(t, path, id, fmt.Sprintf("zebrafinch sighting number %d", i))
+		rows := pageRows(s.mustPage(t, "/"))
+		require.Equal(t, id, rows[0], "the newest session Hermes wrote heads the listing")
+		require.Len(t, pageHits(s.mustPage(t, "/search?q=zebrafinch")), i+1)
+		require.Contains(t, s.mustPage(t, "/s/"+id), fmt.Sprintf("zebrafinch sighting number %d", i))
+	}
+	checkSameAsCLI(t, s, []string{"--db", path}, "zebrafinch")
+}
+
+// TestServePostgres: the page over a PostgreSQL store (--db postgres://
+// --schema) shows what the CLI shows on it; with --read-db it reads
+// through the replica when one is configured.
+func TestServePostgres(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	db := []string{"--db", dsn, "--schema", schema}
+	_, err := run(t, append(db, "demo")...)
+	require.NoError(t, err)
+	s := startServe(t, db...)
+	checkSameAsCLI(t, s, db, "kubernetes", "桂林", "AND")
+	require.Contains(t, s.mustPage(t, "/usage"), "anthropic/claude-sonnet-4")
+	s.stop()
+
+	if os.Getenv(pgtest.EnvReplicaDSN) == "" && os.Getenv("CI") == "" {
+		t.Log("no replica configured: --read-db not exercised (" + pgtest.EnvReplicaDSN + ")")
+		return
+	}
+	rdb := append(append([]string{}, db...), "--read-db", pgtest.ReplicaDSN(t))
+	r := startServe(t, rdb...)
+	waitFor(t, func() bool { return len(pageRows(r.mustPage(t, "/"))) == 3 })
+	checkSameAsCLI(t, r, rdb, "kubernetes")
+}
+
+// waitFor polls cond for up to 30 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition never held")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestServeListen: loopback by default; --listen with a name, or not
+// host:port, is a usage error (exit 2) before anything is opened; a
+// non-loopback address is served with a warning on stderr.
+func TestServeListen(t *testing.T) {
+	for _, c := range []struct {
+		in       string
+		addr     string
+		loopback bool
+	}{
+		{"", "127.0.0.1:0", true}, {"localhost:8080", "127.0.0.1:8080", true}, {"[::1]:0", "[::1]:0", true},
+		{"127.0.0.2:9", "127.0.0.2:9", true}, {"0.0.0.0:8080", "0.0.0.0:8080", false}, {":8080", ":8080", false},
+		{"192.168.1.10:80", "192.168.1.10:80", false},
+	} {
+		addr, lb, err := listenAddr(c.in)
+		require.NoError(t, err, c.in)
+		require.Equal(t, c.addr, addr, c.in)
+		require.Equal(t, c.loopback, lb, c.in)
+	}
+	db := filepath.Join(t.TempDir(), "state.db")
+	_, err := run(t, "--db", db, "demo")
+	require.NoError(t, err)
+	for _, bad := range []string{"example.com:80", "8080", "127.0.0.1"} {
+		_, stderr, code := runCLI(t, "--db", db, "serve", "--listen", bad)
+		require.Equal(t, 2, code, bad)
+		require.Contains(t, stderr, "--listen", bad)
+	}
+	s := startServe(t, "--db", db, "--listen", "0.0.0.0:0")
+	require.Contains(t, s.stderr.String(), "warning: --listen 0.0.0.0:0 is not a loopback address")
+	port := s.base[strings.LastIndex(s.base, ":"):]
+	res, err := http.Get("http://127.0.0.1" + port + "/")
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	plain := startServe(t, "--db", db)
+	require.NotContains(t, plain.stderr.String(), "warning")
+	require.Regexp(t, `^http://127\.0\.0\.1:\d+$`, plain.base)
+}
+
+// TestServeAllowWrite: with --allow-write the page's title form (POST with
+// the page's token) sets the title through a writable open; on a Hermes
+// file hermes-state has not upgraded, the edit is refused with a message
+// naming 'hermes-state migrate' and the file stays byte for byte as it was.
+func TestServeAllowWrite(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "state.db")
+	_, err := run(t, "--db", db, "demo")
+	require.NoError(t, err)
+	s := startServe(t, "--db", db, "--allow-write")
+	body := s.mustPage(t, "/s/demo-cli-kubernetes")
+	m := regexp.MustCompile(`name="token" value="([0-9a-f]{64})"`).FindStringSubmatch(body)
+	require.NotNil(t, m, "the edit form carries the token")
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	postTitle := func(s *served, token, title string) *http.Response {
+		res, err := noRedirect.PostForm(s.base+"/s/demo-cli-kubernetes/title", url.Values{"token": {token}, "title": {title}})
+		require.NoError(t, err)
+		res.Body.Close()
+		return res
+	}
+	require.Equal(t, http.StatusForbidden, postTitle(s, strings.Repeat("a", 64), "nope").StatusCode)
+	res := postTitle(s, m[1], "Kubernetes outage")
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	out, err := run(t, "--db", db, "sessions", "title", "demo-cli-kubernetes")
+	require.NoError(t, err)
+	require.Equal(t, "Kubernetes outage\n", out)
+	require.Contains(t, s.mustPage(t, "/"), "Kubernetes outage")
+
+	old := fixturetest.Copy(t, "hermes-v21.db")
+	hash := fixturetest.SHA256(t, old)
+	o := startServe(t, "--db", old, "--allow-write")
+	rows := pageRows(o.mustPage(t, "/"))
+	require.NotEmpty(t, rows)
+	m = regexp.MustCompile(`name="token" value="([0-9a-f]{64})"`).FindStringSubmatch(o.mustPage(t, "/s/"+url.PathEscape(rows[0])))
+	require.NotNil(t, m)
+	res, err = noRedirect.PostForm(o.base+"/s/"+url.PathEscape(rows[0])+"/title", url.Values{"token": {m[1]}, "title": {"x"}})
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	loc, err := url.Parse(res.Header.Get("Location"))
+	require.NoError(t, err)
+	require.Contains(t, loc.Query().Get("edit_error"), "hermes-state migrate")
+	o.stop()
+	require.Equal(t, hash, fixturetest.SHA256(t, old), "a refused edit changed the file")
 }
