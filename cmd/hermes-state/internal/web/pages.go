@@ -191,8 +191,19 @@ func (s *Server) listing(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, "sessions.html", p)
 }
 
+// sourcesTTL is how long the list of sources the filters offer is kept:
+// it is an aggregate over every session, too slow to repeat on each
+// keystroke of a search, and a source new since then can still be typed
+// into the address.
+const sourcesTTL = 30 * time.Second
+
 // sources are the sources the store holds, for the filters' choices.
 func (s *Server) sources(r *http.Request) ([]string, error) {
+	s.srcMu.Lock()
+	defer s.srcMu.Unlock()
+	if s.srcList != nil && time.Since(s.srcAt) < sourcesTTL {
+		return s.srcList, nil
+	}
 	bs, err := s.opt.Store.Usage().BySource(r.Context(), repo.StatsFilter{})
 	if err != nil {
 		return nil, err
@@ -201,6 +212,7 @@ func (s *Server) sources(r *http.Request) ([]string, error) {
 	for _, b := range bs {
 		out = append(out, b.Source)
 	}
+	s.srcList, s.srcAt = out, time.Now()
 	return out, nil
 }
 
@@ -223,14 +235,17 @@ type searchPage struct {
 	Route        string
 	Hits         []hitRow
 	Offset       int
-	More         int  // hits after this page (up to moreProbe)
-	MoreCapped   bool // at least More
+	More         bool   // hits follow this page
+	MoreURL      string // counts them (?partial=more), fetched by the page's script
 	PrevQ, NextQ string
 	Sources      []string
 	Roles, Sorts []string
 }
 
 // moreProbe is how many hits past the page a search counts for "N more".
+// The page itself asks for one hit more than it shows (is there more?);
+// its script then fetches the count (?partial=more), so counting never
+// delays the hits.
 const moreProbe = 200
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
@@ -253,9 +268,13 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	p := searchPage{page: s.page("Search", "search"), F: f, Since: q.Get("since"), Until: q.Get("until"), Offset: offset,
 		Roles: present.Roles, Sorts: present.Sorts}
 	p.Q = text
+	lim := s.opt.SearchLimit
+	if q.Get("partial") == "more" {
+		s.countMore(w, r, text, f, offset+lim)
+		return
+	}
 	if text != "" {
-		lim := s.opt.SearchLimit
-		res, err := s.opt.Store.Search().Run(ctx, text, f.Search(lim+moreProbe, offset))
+		res, err := s.opt.Store.Search().Run(ctx, text, f.Search(lim+1, offset))
 		if err != nil {
 			s.failErr(w, r, err)
 			return
@@ -271,7 +290,8 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		}
 		hits := res.Hits
 		if len(hits) > lim {
-			p.More, p.MoreCapped = len(hits)-lim, len(hits) == lim+moreProbe
+			p.More = true
+			p.MoreURL = "/search?" + with(q, "partial", "more")
 			hits = hits[:lim]
 		}
 		titles := map[string]string{}
@@ -291,7 +311,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		if offset > 0 {
 			p.PrevQ = with(q, "offset", strconv.Itoa(max(0, offset-lim)))
 		}
-		if p.More > 0 {
+		if p.More {
 			p.NextQ = with(q, "offset", strconv.Itoa(offset+lim))
 		}
 	}
@@ -304,4 +324,25 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		name = "results"
 	}
 	s.render(w, r, name, p)
+}
+
+// countMore answers ?partial=more: the number of hits after the first
+// from, counted up to moreProbe ("200+ more" beyond), as plain text.
+func (s *Server) countMore(w http.ResponseWriter, r *http.Request, text string, f present.Filters, from int) {
+	if text == "" {
+		s.fail(w, r, http.StatusBadRequest, "no query to count hits of")
+		return
+	}
+	res, err := s.opt.Store.Search().Run(r.Context(), text, f.Search(moreProbe, from))
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	n := len(res.Hits)
+	msg := strconv.Itoa(n) + " more"
+	if n == moreProbe {
+		msg = strconv.Itoa(n) + "+ more"
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte(msg))
 }

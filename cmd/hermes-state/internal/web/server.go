@@ -33,6 +33,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	hs "github.com/hermesstate/hermesstate"
@@ -76,6 +77,10 @@ type Server struct {
 	tmpl  *template.Template
 	mux   *http.ServeMux
 	cop   *http.CrossOriginProtection
+
+	srcMu   sync.Mutex // guards the cached source list
+	srcList []string
+	srcAt   time.Time
 }
 
 // CSP is the Content-Security-Policy of every response: this server's own

@@ -43,6 +43,22 @@
     form.addEventListener('submit', function (e) { e.preventDefault(); clearTimeout(timer); run(); });
   }
 
+  // "N more": the count of the hits after the page is fetched after the
+  // page (counting up to 200 of them would delay the hits themselves).
+  var countMore = function () {
+    var el = document.getElementById('more');
+    if (!el || !el.dataset.count || el.dataset.done) { return; }
+    el.dataset.done = '1';
+    fetch(el.dataset.count, { credentials: 'same-origin' })
+      .then(function (r) { return r.ok ? r.text() : ''; })
+      .then(function (t) { if (/^\d+\+? more$/.test(t)) { el.textContent = t; } })
+      .catch(function () {});
+  };
+  countMore();
+  if (form) {
+    new MutationObserver(countMore).observe(document.querySelector('main'), { childList: true, subtree: true });
+  }
+
   // A conversation opened at #m123: open the folds around that message
   // and bring it into view; when it is on another page of a long session,
   // ask the server where it is (/s/ID/m/123 redirects there).
