@@ -74,6 +74,7 @@
         location.replace('/s/' + encodeURIComponent(session.dataset.id) + '/m/' + m[1]);
         return;
       }
+      sessionStorage.removeItem('hs-jump');
       for (var p = el.parentElement; p; p = p.parentElement) {
         if (p.tagName === 'DETAILS') { p.open = true; }
       }
