@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/html"
@@ -229,16 +228,4 @@ func clipS(s string) string {
 		return s[:200] + "..."
 	}
 	return s
-}
-
-// waitUntil polls cond for up to 10 s.
-func waitUntil(t testing.TB, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition never held")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
