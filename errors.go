@@ -24,6 +24,15 @@ var (
 // errors.Is matches both ErrNoStore and ErrNotFound.
 var ErrNoStore = errs.ErrNoStore
 
+// ErrNotRegularFile is the cause of the ErrInvalid error returned for a
+// path that exists and is not a regular file (a directory, a block or
+// character device, a FIFO, a socket) given as a store (Open, OpenSnapshot,
+// Doctor, Repair, Recover's From) or as a new file to write (Recover's To,
+// a backup): it is refused before SQLite opens the path, so nothing is
+// written to it or beside it (no -wal, -shm or -journal). errors.Is
+// matches both ErrNotRegularFile and ErrInvalid.
+var ErrNotRegularFile = errs.ErrNotRegular
+
 // Error is the one error type every operation returns (see errs.Error).
 type Error = errs.Error
 

@@ -64,7 +64,10 @@ type Store struct {
 // returns an error wrapping ErrUnsupported when WAL is configured on a
 // SQLite build with the WAL-reset bug, ErrBusy when other processes kept the
 // file locked for the whole migration budget, ErrCorrupt when the file is
-// not a database, and ErrStorage for other failures. On PostgreSQL (see
+// not a database, ErrInvalid wrapping ErrNotRegularFile when the path is a
+// directory, a device, a FIFO or a socket (refused before SQLite opens it:
+// nothing is written there or beside it), and ErrStorage for other
+// failures. On PostgreSQL (see
 // Config.Driver) it returns ErrInvalid for a bad DSN or schema name,
 // ErrStorage when the server cannot be reached, ErrNotFound when a
 // read-only store's schema has no tables, and ErrBusy when another host
@@ -108,6 +111,12 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	const op = "open"
 	cfg := s.cfg
 	path := cfg.Path
+	// Before SQLite sees the path: a device, FIFO, socket or directory is
+	// never opened (SQLite would write its header over a device and make
+	// a -shm beside it).
+	if err := sqlitex.CheckRegular(op, path); err != nil {
+		return err
+	}
 	if cfg.ReadOnly {
 		return s.openSQLiteReadOnly(ctx)
 	}

@@ -223,6 +223,9 @@ const outTempPrefix = ".hermes-state-out-"
 // newOutFile starts a new output file at path; an existing path is a
 // conflict (said as backup says it).
 func newOutFile(path string) (*outFile, error) {
+	if err := sqlitex.CheckRegular("export", path); err != nil {
+		return nil, err
+	}
 	if _, err := os.Lstat(path); err == nil {
 		return nil, failf(hs.ErrConflict, "%s already exists; choose a new file", path)
 	}

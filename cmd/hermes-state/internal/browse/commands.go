@@ -343,6 +343,9 @@ func writeExport(ctx context.Context, st *hs.Store, tmp, id, format string) erro
 // sameContent reports whether files a and b hold the same bytes (false
 // when either cannot be read).
 func sameContent(a, b string) bool {
+	if st, err := os.Stat(b); err != nil || !st.Mode().IsRegular() {
+		return false // never opened: a FIFO would block the open
+	}
 	fa, err := os.Open(a)
 	if err != nil {
 		return false
