@@ -241,6 +241,10 @@ type state struct {
 	missingViews []string
 	cjkReset     bool
 	backfill     bool
+	// badJSON: JSON columns holding values that are not JSON; loops:
+	// sessions whose chain of parents leads back to them (data.go).
+	badJSON []jsonColumn
+	loops   [][]string
 }
 
 // Check examines the file at opts.Path and returns the report. It returns
@@ -574,6 +578,8 @@ func (c *checker) run() {
 	c.fts()
 	c.foreignKeys()
 	c.counters()
+	c.jsonColumns()
+	c.parentLoops()
 	c.activity()
 	c.versions()
 	c.collapseUnadopted()

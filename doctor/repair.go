@@ -235,10 +235,12 @@ func (rp *repairer) run() error {
 		rp.fixFTSObjects,      // 4. FTS triggers, then views
 		rp.fixFTSTables,       // 5. FTS tables found damaged, the CJK index
 		rp.fixIndexes,         // 6. indexes that disagree with their tables
-		rp.fixCounters,        // 7. session counters
-		rp.fixActivity,        // 8. the session activity table
-		rp.fixTrigramFeed,     // 9. the trigram index fed up to U+0000
-		rp.optimizeFTSIndexes, // 10. FTS indexes of more than one segment
+		rp.fixJSON,            // 7. JSON columns holding text that is not JSON
+		rp.fixLoops,           // 8. parents that form a loop
+		rp.fixCounters,        // 9. session counters
+		rp.fixActivity,        // 10. the session activity table
+		rp.fixTrigramFeed,     // 11. the trigram index fed up to U+0000
+		rp.optimizeFTSIndexes, // 12. FTS indexes of more than one segment
 	} {
 		if err := step(); err != nil {
 			return err

@@ -121,6 +121,22 @@ nothing; every other line is imported, and the command exits 2.`,
 					return err
 				}
 				if perr := a.emit(res, func(w io.Writer) error {
+					// Line by line: what was changed to store what the
+					// API would, and what was refused.
+					for _, c := range res.Changes {
+						if _, err := fmt.Fprintf(w, "line %d (session %s): changed: %s\n", c.Line, c.Session, c.Change); err != nil {
+							return err
+						}
+					}
+					for _, r := range res.Refused {
+						if _, err := fmt.Fprintf(w, "refused: %s\n", r.Reason); err != nil {
+							return err
+						}
+					}
+					changed := ""
+					if n := res.ChangedSessions(); n > 0 {
+						changed = fmt.Sprintf(", changed %s (%s above)", plural(n, "session", ""), plural(int64(len(res.Changes)), "change", ""))
+					}
 					adjusted := ""
 					if res.Adjusted > 0 {
 						adjusted = fmt.Sprintf(", %s set to what the API stores (out-of-range timestamps, titles)", plural(res.Adjusted, "value", ""))
@@ -129,8 +145,8 @@ nothing; every other line is imported, and the command exits 2.`,
 					if len(res.Refused) > 0 {
 						refused = fmt.Sprintf(", refused %s", plural(int64(len(res.Refused)), "line", ""))
 					}
-					_, err := fmt.Fprintf(w, "imported %s (%s), skipped %d existing, detached %d%s%s\n",
-						plural(int64(res.Sessions), "session", ""), plural(int64(res.Messages), "message", ""), res.Skipped, res.Detached, adjusted, refused)
+					_, err := fmt.Fprintf(w, "imported %s (%s), skipped %d existing%s, detached %d%s%s\n",
+						plural(int64(res.Sessions), "session", ""), plural(int64(res.Messages), "message", ""), res.Skipped, changed, res.Detached, adjusted, refused)
 					return err
 				}); perr != nil {
 					return perr
