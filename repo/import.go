@@ -520,9 +520,17 @@ func (r *portRepo) importOne(ctx context.Context, op string, dec *json.Decoder, 
 		res.Skipped++
 		return nil
 	}
-	exists, missingParent, err := r.storeImported(ctx, op, d.sess, d.rows)
+	exists, missingParent, retitled, err := r.storeImported(ctx, op, d.sess, d.rows)
+	if errors.Is(err, errs.ErrConflict) {
+		// The session collides with a stored row in a way the import
+		// does not resolve: this line is refused, the others go on.
+		return d.bad(err, "")
+	}
 	if err != nil {
 		return err
+	}
+	if retitled != "" {
+		d.changes = append(d.changes, retitled)
 	}
 	if exists {
 		res.Skipped++
@@ -753,16 +761,21 @@ func (d *importSession) count() {
 
 // storeImported stores sess with all its rows in one write transaction.
 // exists reports a session stored meanwhile (nothing written);
-// missingParent is the parent id not in the store (see insertImported).
-func (r *portRepo) storeImported(ctx context.Context, op string, sess *models.Session, rows []importRow) (exists bool, missingParent string, err error) {
+// missingParent is the parent id not in the store (see insertImported);
+// retitled says how the title was changed because another session holds
+// it (see freeTitle), "" when it was not.
+func (r *portRepo) storeImported(ctx context.Context, op string, sess *models.Session, rows []importRow) (exists bool, missingParent, retitled string, err error) {
 	err = r.db.Write(ctx, sqlitex.Transcript, op, func(tx *gorm.DB) error {
-		exists, missingParent = false, ""
+		exists, missingParent, retitled = false, "", ""
 		ok, err := sessionExists(tx, sess.ID)
 		if err != nil || ok {
 			exists = ok
 			return err
 		}
 		s := *sess // insertImported rewrites fields; a retry starts from the decoded row
+		if retitled, err = r.freeTitle(tx, &s); err != nil {
+			return err
+		}
 		if missingParent, err = insertImported(tx, &s); err != nil {
 			return err
 		}
@@ -773,7 +786,36 @@ func (r *portRepo) storeImported(ctx context.Context, op string, sess *models.Se
 		}
 		return nil
 	})
-	return exists, missingParent, err
+	return exists, missingParent, retitled, err
+}
+
+// freeTitle gives s a title no other session holds: a title held by
+// another session (titles are unique) becomes the next free numbered form
+// of it, Hermes' rule for a title in use ("X" → "X #2", see nextTitleIn),
+// or none when that form would be longer than MaxTitleLength. It returns
+// the change in words, "" when the title was free.
+func (r *portRepo) freeTitle(tx *gorm.DB, s *models.Session) (string, error) {
+	if s.Title == nil {
+		return "", nil
+	}
+	var holder []string
+	if err := tx.Model(&models.Session{}).Where("title = ?", *s.Title).Limit(1).Pluck("id", &holder).Error; err != nil {
+		return "", err
+	}
+	if len(holder) == 0 {
+		return "", nil
+	}
+	was := *s.Title
+	next, err := nextTitleIn(tx, r.db, was)
+	if err != nil {
+		return "", err
+	}
+	if clean, serr := SanitizeTitle(next); serr != nil || clean != next {
+		s.Title, s.TitleSource = nil, nil
+		return fmt.Sprintf("title %q is held by session %s, and numbered it would be too long: imported without a title", was, holder[0]), nil
+	}
+	s.Title = &next
+	return fmt.Sprintf("title %q is held by session %s: imported as %q (Hermes' numbered-title rule)", was, holder[0], next), nil
 }
 
 // insertImported writes the session row (and its system prompt). It

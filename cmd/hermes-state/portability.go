@@ -90,8 +90,12 @@ func importCmd(a *app) *cobra.Command {
 		Long: `Import a JSONL export, one session per line, in ascending message id order
 (an export lists the newest session first; imported in that order the new
 file would grow by a third). Sessions whose id exists are skipped. A line
-the API would refuse is named with its number and reason and imports
-nothing; every other line is imported, and the command exits 2.`,
+the API would refuse is named with its number, session id and reason and
+imports nothing; every other line is imported, and the command exits 2.
+What the import changes to store what the API would (a title another
+session holds gets Hermes' numbered form "X #2"; a parent that is missing,
+the session itself or closes a loop is left out; tool_calls that are not
+JSON become NULL) is printed line by line and counted in the summary.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			in, closeIn, err := importInput(args[0])
