@@ -33,6 +33,13 @@ var ErrNoStore = errs.ErrNoStore
 // matches both ErrNotRegularFile and ErrInvalid.
 var ErrNotRegularFile = errs.ErrNotRegular
 
+// ErrUnsearchableQuery is the cause of the ErrInvalid error of a search
+// whose query holds nothing an index can search: only FTS5 operators,
+// punctuation or symbols ("*", "-", "\"\" OR \"\"", an emoji alone). The
+// message names the query and why. errors.Is matches both it and
+// ErrInvalid; the CLI exits 2, MCP answers a tool error, browse says so.
+var ErrUnsearchableQuery = errs.ErrUnsearchable
+
 // Error is the one error type every operation returns (see errs.Error).
 type Error = errs.Error
 

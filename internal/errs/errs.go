@@ -49,6 +49,12 @@ var ErrNoStore = errors.New("no store")
 // beside it. errors.Is matches both it and ErrInvalid.
 var ErrNotRegular = errors.New("not a regular file")
 
+// ErrUnsearchable is not a kind but the cause of the ErrInvalid error of
+// a search whose query holds nothing an index can search (only operators,
+// punctuation or symbols): "no messages match" would claim a search that
+// did not run. errors.Is matches both it and ErrInvalid.
+var ErrUnsearchable = errors.New("the query cannot be searched")
+
 // NotRegular is the error for path, which exists and is a what ("a
 // directory", "a block device", ...), not a regular file (see
 // ErrNotRegular): kind ErrInvalid, the message names the path and what it
