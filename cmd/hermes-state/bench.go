@@ -93,8 +93,9 @@ prints the side-by-side table. The full corpus: python3 bench_hermes.py --corpus
 				}
 				fmt.Fprintf(a.errOut, "wrote %s\n", jsonOut)
 			}
-			printBench(a.out, doc)
-			return nil
+			w := a.text()
+			printBench(w, doc)
+			return w.Flush()
 		},
 	}
 	fl := c.Flags()

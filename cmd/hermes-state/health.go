@@ -62,7 +62,8 @@ lies (a full disk, a read-only mount, no permission) is reported as such
 }
 
 func printDoctor(a *app, r *hs.DoctorReport) {
-	w := a.out
+	w := a.text()
+	defer w.Flush()
 	fmt.Fprintf(w, "file            %s (%s, WAL %s)\n", r.Path, humanBytes(r.FileBytes), humanBytes(r.WALBytes))
 	bug := "no WAL-reset bug"
 	if r.WALResetBug {
@@ -155,22 +156,24 @@ exits 1 (with nothing to fix there, "nothing to repair").`,
 }
 
 func printRepair(a *app, rep *hs.RepairReport) {
+	w := a.text()
+	defer w.Flush()
 	verb := "done"
 	if rep.DryRun {
 		verb = "planned"
 	}
 	if len(rep.Actions) == 0 && len(rep.Unfixable) == 0 {
-		fmt.Fprintln(a.out, "nothing to repair")
+		fmt.Fprintln(w, "nothing to repair")
 	}
 	for _, act := range rep.Actions {
 		rows := ""
 		if act.Rows > 0 {
 			rows = fmt.Sprintf(" (%d rows)", act.Rows)
 		}
-		fmt.Fprintf(a.out, "%-8s %-13s %s%s\n", verb, act.Step, act.Detail, rows)
+		fmt.Fprintf(w, "%-8s %-13s %s%s\n", verb, act.Step, act.Detail, rows)
 	}
 	for _, f := range rep.Unfixable {
-		fmt.Fprintf(a.out, "not fixed %s: %s\n          fix: %s\n", f.Check, f.Message, f.Fix)
+		fmt.Fprintf(w, "not fixed %s: %s\n          fix: %s\n", f.Check, f.Message, f.Fix)
 	}
 	if rep.After != nil {
 		if p := rep.After.Problems(); len(p) > 0 {
@@ -178,9 +181,9 @@ func printRepair(a *app, rep *hs.RepairReport) {
 			for _, f := range p {
 				s = append(s, f.Message)
 			}
-			fmt.Fprintf(a.out, "still wrong: %s\n", strings.Join(s, "; "))
+			fmt.Fprintf(w, "still wrong: %s\n", strings.Join(s, "; "))
 		} else {
-			fmt.Fprintln(a.out, "doctor: nothing wrong")
+			fmt.Fprintln(w, "doctor: nothing wrong")
 		}
 	}
 }
@@ -230,7 +233,8 @@ NEW removed) when anything was lost.`,
 }
 
 func printRecover(a *app, rep *hs.RecoverReport, kept bool) {
-	w := a.out
+	w := a.text()
+	defer w.Flush()
 	if rep.HeaderRebuilt {
 		fmt.Fprintln(w, "the damaged header was rebuilt on a private copy")
 	}

@@ -14,6 +14,7 @@ import (
 	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
+	"github.com/hermesstate/hermesstate/internal/termtext"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -53,7 +54,13 @@ func exportCmd(a *app) *cobra.Command {
 			case "jsonl", "json":
 				_, err = st.Portability().WriteJSONL(cmd.Context(), w, f, ids, p)
 			default:
-				_, err = st.Portability().WriteMarkdown(cmd.Context(), w, f, ids, p)
+				// Markdown is for people (a terminal, a viewer): control
+				// characters and bidi controls of stored text are
+				// neutralised (termtext); JSONL keeps the bytes.
+				tw := termtext.NewWriter(w)
+				if _, err = st.Portability().WriteMarkdown(cmd.Context(), tw, f, ids, p); err == nil {
+					err = tw.Flush()
+				}
 			}
 			if err == nil && out != nil {
 				err = out.commit()

@@ -189,7 +189,11 @@ It exits non-zero when a message was lost or duplicated, a counter is wrong, or 
 					return err
 				}
 			} else {
-				printStress(a.out, rep)
+				w := a.text()
+				printStress(w, rep)
+				if err := w.Flush(); err != nil {
+					return err
+				}
 			}
 			if rep.Lost > 0 || rep.Duplicates > 0 || rep.ErrorsTotal > 0 || !rep.CountersConsistent || len(rep.WorkerFailures) > 0 || rep.SearchMisses > 0 {
 				return fmt.Errorf("stress: %d lost, %d duplicates, %d errors, %d search misses, counters consistent: %v, %d worker failures",
