@@ -88,12 +88,40 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		s.engine = e
 	}
-	if err := open(ctx); err != nil {
-		s.closeHandles()
+	if err := s.openRetrying(ctx, open); err != nil {
 		return nil, err
 	}
 	s.startAutoMaintenance()
 	return s, nil
+}
+
+// openRetrying runs open; on SQLite, an attempt that meets the file locked
+// by another process (ErrBusy: Hermes creating or committing to a
+// rollback-journal file, other processes migrating it) is undone and
+// retried with jitter within the store's routine budget (WriteBudgets,
+// 20 s by default), as every write is, so a store opened while others
+// write opens as soon as they let it. Other errors return at once.
+func (s *Store) openRetrying(ctx context.Context, open func(context.Context) error) error {
+	cfg := s.cfg
+	retryable := func(err error) bool { return cfg.Driver != DriverPostgres && errors.Is(err, ErrBusy) }
+	budget := cfg.WriteBudgets.Routine
+	if budget <= 0 {
+		budget = sqlitex.Routine.Budget()
+	}
+	first := true
+	_, err := sqlitex.RetryIf(ctx, budget, retryable, func() error {
+		if !first {
+			// A fresh attempt: nothing of the failed one is kept.
+			s.cfg, s.db, s.version, s.journal, s.newer, s.sessions, s.messages = cfg, nil, "", "", 0, nil, nil
+		}
+		first = false
+		err := open(ctx)
+		if err != nil {
+			s.closeHandles()
+		}
+		return err
+	})
+	return err
 }
 
 // gormConfig returns a new *gorm.Config. A *gorm.Config holds the callbacks

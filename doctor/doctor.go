@@ -160,14 +160,25 @@ type Report struct {
 	Sessions          int64     `json:"sessions"`
 	Messages          int64     `json:"messages"`
 	Findings          []Finding `json:"findings"`
-	Elapsed           string    `json:"elapsed"`
+	// Unchecked lists the checks that could not run because another
+	// process held the file locked (busy, not damage): each is also an
+	// Info finding saying to run again when the file is idle. OK says
+	// nothing about them.
+	Unchecked []string `json:"unchecked,omitempty"`
+	Elapsed   string   `json:"elapsed"`
 
 	// what repair needs to know, not part of the printed report
 	state *state
 }
 
-// OK reports whether nothing is wrong (no warning, no error).
+// OK reports whether no problem was found (no warning, no error). A check
+// that could not run (Unchecked) found nothing either way: Complete says
+// whether every check ran.
 func (r *Report) OK() bool { return r.Worst().rank() == 0 }
+
+// Complete reports whether every check ran (none was kept from running by
+// another process holding the file locked: see Unchecked).
+func (r *Report) Complete() bool { return len(r.Unchecked) == 0 }
 
 // Worst returns the highest severity found (Info when nothing).
 func (r *Report) Worst() Severity {
@@ -459,7 +470,7 @@ func describeErr(err error) string {
 }
 
 func (c *checker) fatal(what string, err error) {
-	if c.hotJournal(err) || c.placeFailed(what, err) {
+	if c.hotJournal(err) || c.placeFailed(what, err) || c.busy(CheckIntegrity, "", what, err) {
 		return
 	}
 	c.r.state.unreadable = true
@@ -469,10 +480,28 @@ func (c *checker) fatal(what string, err error) {
 // readFailed reports a read of check that failed: a failure of the place
 // (placeFailed), else damage ("WHAT: cause", fix recover).
 func (c *checker) readFailed(check, object, what string, err error) {
-	if c.placeFailed(what, err) {
+	if c.placeFailed(what, err) || c.busy(check, object, what, err) {
 		return
 	}
 	c.r.add(check, Error, object, FixRecover, "%s: %s", what, describeErr(err))
+}
+
+// FixIdle is what to do about a check that could not run because another
+// process held the file locked.
+const FixIdle = "run again when the file is idle"
+
+// busy reports a check (what) that could not run because another process
+// held the file locked for the whole busy timeout (err is a lock error:
+// SQLITE_BUSY or SQLITE_LOCKED), which is not damage: an Info finding
+// saying to run again when the file is idle, and an entry of Unchecked.
+// It returns false for any other error.
+func (c *checker) busy(check, object, what string, err error) bool {
+	if !sqlitex.IsLock(err) {
+		return false
+	}
+	c.r.Unchecked = append(c.r.Unchecked, what)
+	c.r.add(check, Info, object, "", "%s could not run: another process kept the file locked (busy, not damage); %s", what, FixIdle)
+	return true
 }
 
 // hotJournal reports a hot journal where the file can be written (where it
@@ -989,6 +1018,9 @@ func (c *checker) activity() {
 	}
 	var n int64
 	if err := c.db.QueryRowContext(c.ctx, repo.ActivityDriftSQL()).Scan(&n); err != nil {
+		if c.busy(CheckActivity, repo.ActivityTable, "the check of "+repo.ActivityTable, err) {
+			return
+		}
 		c.r.add(CheckActivity, Warning, repo.ActivityTable, FixRepair, "checking %s failed: %s", repo.ActivityTable, describeErr(err))
 		c.r.state.activity = true
 		return

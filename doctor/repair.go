@@ -469,6 +469,12 @@ func (rp *repairer) optimizeFTSIndexes() error {
 	if rp.st.unadopted {
 		return nil // a Hermes file as Hermes left it: nothing to fix, nothing written
 	}
+	if rp.rep.Before != nil && !rp.rep.Before.Complete() {
+		// Another process kept the file busy while it was checked: the
+		// optional merge waits for a run when it is idle (the report says
+		// to run again then), rather than for the lock.
+		return nil
+	}
 	for name, t := range rp.st.ftsByName {
 		if strings.Contains(t.Tokenize, cjkTokenizer) {
 			continue

@@ -103,10 +103,18 @@ func printDoctor(a *app, r *hs.DoctorReport) {
 			fmt.Fprintf(w, "NOTE    %s: %s\n", f.Check, f.Message)
 		}
 	}
-	if len(probs) == 0 {
-		fmt.Fprintf(w, "nothing wrong (checked in %s)\n", r.Elapsed)
-	} else {
+	for _, what := range r.Unchecked {
+		fmt.Fprintf(w, "NOTE    %s could not run: another process kept the file locked (busy, not damage)\n", what)
+	}
+	switch {
+	case len(probs) > 0:
 		fmt.Fprintf(w, "%d problem(s) (checked in %s)\n", len(probs), r.Elapsed)
+	case !r.Complete():
+		// "nothing wrong" only when every check ran.
+		fmt.Fprintf(w, "no problem found, but %d check(s) could not run: run `hermes-state --db %s doctor` again when the file is idle (checked in %s)\n",
+			len(r.Unchecked), r.Path, r.Elapsed)
+	default:
+		fmt.Fprintf(w, "nothing wrong (checked in %s)\n", r.Elapsed)
 	}
 }
 
@@ -162,8 +170,18 @@ func printRepair(a *app, rep *hs.RepairReport) {
 	if rep.DryRun {
 		verb = "planned"
 	}
+	busy := rep.Before != nil && !rep.Before.Complete()
+	if busy {
+		for _, what := range rep.Before.Unchecked {
+			fmt.Fprintf(w, "NOTE     %s could not run: another process kept the file locked (busy, not damage)\n", what)
+		}
+	}
 	if len(rep.Actions) == 0 && len(rep.Unfixable) == 0 {
-		fmt.Fprintln(w, "nothing to repair")
+		if busy {
+			fmt.Fprintf(w, "nothing to repair in what could be checked; run `hermes-state --db %s repair` again when the file is idle\n", rep.Before.Path)
+		} else {
+			fmt.Fprintln(w, "nothing to repair")
+		}
 	}
 	for _, act := range rep.Actions {
 		rows := ""
@@ -182,6 +200,8 @@ func printRepair(a *app, rep *hs.RepairReport) {
 				s = append(s, f.Message)
 			}
 			fmt.Fprintf(w, "still wrong: %s\n", strings.Join(s, "; "))
+		} else if !rep.After.Complete() {
+			fmt.Fprintf(w, "doctor: no problem found, but %d check(s) could not run (the file was busy); run again when it is idle\n", len(rep.After.Unchecked))
 		} else {
 			fmt.Fprintln(w, "doctor: nothing wrong")
 		}
