@@ -258,6 +258,9 @@ func (s *Store) prepare(ctx context.Context, w *gorm.DB) error {
 		return errs.Wrap(ErrStorage, op, err, "")
 	}
 	if err := migrations.Run(ctx, w); err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			return errs.Wrap(ErrCorrupt, op, err, s.cfg.Path+" is damaged: migrating it to v30 failed; run "+sqlitex.Command(s.cfg.Path, "doctor"))
+		}
 		return err
 	}
 	for _, step := range []func(context.Context, *gorm.DB) error{migrations.StampHermesFile, migrations.TrigramWithoutNUL} {
@@ -449,7 +452,7 @@ func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
 	}
 	if s.newer == 0 {
 		if pending, err := migrations.Pending(ctx, g); err == nil && len(pending) > 0 {
-			s.db.SchemaHint = fmt.Sprintf("%s (Hermes schema version %d) has not been upgraded to the v30 shape this read needs; run `hermes-state migrate` to upgrade it", path, fv)
+			s.db.SchemaHint = fmt.Sprintf("%s (Hermes schema version %d) has not been upgraded to the v30 shape this read needs; run %s to upgrade it", path, fv, sqlitex.Command(path, "migrate"))
 		}
 	}
 	s.sessions = repo.NewSessions(s.db)
@@ -594,7 +597,7 @@ func probeInterruptible(ctx context.Context, g *gorm.DB, q string) error {
 
 func classifyOpenErr(op string, err error, path string) error {
 	if sqlitex.IsCorrupt(err) {
-		return errs.Wrap(ErrCorrupt, op, err, path+" is not a SQLite database or is damaged; run `hermes-state doctor`")
+		return errs.Wrap(ErrCorrupt, op, err, path+" is not a SQLite database or is damaged; run "+sqlitex.Command(path, "doctor"))
 	}
 	if sqlitex.IsLock(err) {
 		return errs.Wrap(ErrBusy, op, err, path+" is locked by another process")

@@ -530,19 +530,20 @@ func (c *checker) placeFailed(what string, err error) bool {
 	}
 	if c.r.state.place == "" {
 		c.r.state.place = why
-		c.r.add(CheckPlace, Error, "", placeFix(why), "%s failed because of where the file lies, not damage to it: %s", what, why)
+		c.r.add(CheckPlace, Error, "", placeFix(why, c.opts.Path), "%s failed because of where the file lies, not damage to it: %s", what, why)
 	}
 	return true
 }
 
 // placeFix is what to do about a place that keeps the file from being
-// opened or written (the reason why, from sqlitex.PlaceFailure).
-func placeFix(why string) string {
+// opened or written (the reason why, from sqlitex.PlaceFailure), for the
+// file at path.
+func placeFix(why, path string) string {
 	switch {
 	case strings.Contains(why, "disk full"):
-		return "free space on the disk that holds the file (or copy the file with its -wal and -journal to a disk with room), then run `hermes-state doctor` again"
+		return "free space on the disk that holds the file (or copy the file with its -wal and -journal to a disk with room), then run " + sqlitex.Command(path, "doctor") + " again"
 	case strings.Contains(why, "out of memory"):
-		return "free memory, then run `hermes-state doctor` again"
+		return "free memory, then run " + sqlitex.Command(path, "doctor") + " again"
 	}
 	return "run doctor where the file can be written: remount read-write, fix the permissions of the file and its directory, or copy the file with its -wal and -journal to a writable place"
 }

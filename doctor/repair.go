@@ -97,7 +97,7 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 	}
 	if why := before.state.place; why != "" {
 		return rep, errs.Errorf(errs.ErrStorage, "repair", "%s cannot be repaired here: %s; that is where the file lies, not damage to it, and nothing was changed (%s)",
-			opts.Path, why, placeFix(why))
+			opts.Path, why, placeFix(why, opts.Path))
 	}
 	if before.state.hotJournal {
 		rep.Actions = append(rep.Actions, Action{Step: "rollback", Object: opts.Path + "-journal",
@@ -116,7 +116,7 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 		return rest, err
 	}
 	if before.state.unreadable {
-		return rep, errs.Errorf(errs.ErrCorrupt, "repair", "%s has page-level damage that repair must not write over; salvage it with `hermes-state recover --from %s --to NEW`", opts.Path, opts.Path)
+		return rep, errs.Errorf(errs.ErrCorrupt, "repair", "%s has page-level damage that repair must not write over; salvage it with `hermes-state recover --from %s --to NEW`", opts.Path, sqlitex.ShellQuote(opts.Path))
 	}
 	if why := sqlitex.Place(opts.Path); why != "" {
 		// Nothing can be written here: nothing to fix is "nothing to
@@ -126,7 +126,7 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 			return rep, nil
 		}
 		return rep, errs.Errorf(errs.ErrStorage, "repair", "%s cannot be written here (%s), and nothing was changed: run repair where the file can be written (%s)",
-			opts.Path, why, placeFix(why))
+			opts.Path, why, placeFix(why, opts.Path))
 	}
 	eng, err := engineFor("repair", opts.Engine)
 	if err != nil {
@@ -218,7 +218,7 @@ func (rp *repairer) mapErr(op string, res sqlitex.RetryResult, err error) error 
 		case sqlitex.IsLock(err):
 			return errs.Wrap(errs.ErrBusy, "repair", err, fmt.Sprintf("%s: the file stayed locked for %s", op, res.Waited.Round(time.Millisecond)))
 		case sqlitex.IsCorrupt(err):
-			return errs.Wrap(errs.ErrCorrupt, "repair", err, op+": the file is damaged; run `hermes-state recover`")
+			return errs.Wrap(errs.ErrCorrupt, "repair", err, fmt.Sprintf("%s: %s is damaged; salvage it with `hermes-state recover --from %s --to NEW`", op, rp.opts.Path, sqlitex.ShellQuote(rp.opts.Path)))
 		}
 		return errtext.Storage("repair", err, op+" failed", rp.opts.Path)
 	}

@@ -144,7 +144,7 @@ func Run(ctx context.Context, db *gorm.DB) error {
 			return errs.Wrap(errs.ErrBusy, "migrate", err, fmt.Sprintf("another process held the write lock for %s (%d attempts)", res.Waited.Round(time.Millisecond), res.Attempts))
 		}
 		if sqlitex.IsCorrupt(err) {
-			return errs.Wrap(errs.ErrCorrupt, "migrate", err, "the database file is damaged; run `hermes-state doctor`")
+			return errs.Wrap(errs.ErrCorrupt, "migrate", err, "the database file is damaged; run doctor on it (`hermes-state --db FILE doctor`)")
 		}
 		msg := "" // the cause's own text, as before, when it is not one of a place
 		if c := errtext.Cause(err, ""); c != "" {

@@ -642,12 +642,8 @@ func (r *searchRepo) route(tx *gorm.DB, rules searchRules, query, q string, opt 
 // index table Hermes searches: the file cannot be searched as Hermes
 // would, and "no messages match" would be a wrong answer.
 func (r *searchRepo) errNoIndex(table string) error {
-	where := "the store"
-	if r.db.Path != "" {
-		where = r.db.Path
-	}
 	return errs.Errorf(errs.ErrUnsupported, "search.messages",
-		"%s has no full-text index (%s), so it cannot be searched; run `hermes-state fts rebuild` to build it", where, table)
+		"%s has no full-text index (%s), so it cannot be searched; run %s to build it", r.db.where(), table, sqlitex.Command(r.db.Path, "fts", "rebuild"))
 }
 
 func unwrapFTS(err error) error {

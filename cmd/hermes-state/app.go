@@ -35,6 +35,10 @@ type app struct {
 	// serving is set by a command that serves until it is stopped (mcp):
 	// a signal ends it normally, and main keeps its exit status.
 	serving bool
+	// elsewhere is set by a command whose files are not --db's (copy,
+	// recover): its errors name their own file, and the CLI does not put
+	// --db's (or the default store's) path in front of them.
+	elsewhere bool
 }
 
 // config is the store configuration the global flags describe.

@@ -35,6 +35,7 @@ A target with rows is refused.`,
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			a.elsewhere = true // errors name --from or --to, never --db
 			if toSchema == "" {
 				toSchema = a.schema
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
 )
 
@@ -61,6 +62,21 @@ lies (a full disk, a read-only mount, no permission) is reported as such
 	return c
 }
 
+// fixFor is a finding's fix as the command to run on the file at path:
+// "hermes-state repair" becomes "hermes-state --db PATH repair", and the
+// recover advice names the file ("--from PATH").
+func fixFor(fix, path string) string {
+	if path == "" {
+		return fix
+	}
+	q := sqlitex.ShellQuote(path)
+	fix = strings.ReplaceAll(fix, "<this file>", q)
+	if rest, ok := strings.CutPrefix(fix, "hermes-state "); ok && !strings.HasPrefix(rest, "recover ") && !strings.HasPrefix(rest, "--db ") {
+		fix = "hermes-state --db " + q + " " + rest
+	}
+	return fix
+}
+
 func printDoctor(a *app, r *hs.DoctorReport) {
 	w := a.text()
 	defer w.Flush()
@@ -95,7 +111,7 @@ func printDoctor(a *app, r *hs.DoctorReport) {
 		}
 		fmt.Fprintf(w, "%-7s %s%s: %s\n", strings.ToUpper(string(f.Severity)), f.Check, obj, f.Message)
 		if f.Fix != "" {
-			fmt.Fprintf(w, "        fix: %s\n", f.Fix)
+			fmt.Fprintf(w, "        fix: %s\n", fixFor(f.Fix, r.Path))
 		}
 	}
 	for _, f := range r.Findings {
@@ -191,7 +207,7 @@ func printRepair(a *app, rep *hs.RepairReport) {
 		fmt.Fprintf(w, "%-8s %-13s %s%s\n", verb, act.Step, act.Detail, rows)
 	}
 	for _, f := range rep.Unfixable {
-		fmt.Fprintf(w, "not fixed %s: %s\n          fix: %s\n", f.Check, f.Message, f.Fix)
+		fmt.Fprintf(w, "not fixed %s: %s\n          fix: %s\n", f.Check, f.Message, fixFor(f.Fix, rep.Before.Path))
 	}
 	if rep.After != nil {
 		if p := rep.After.Problems(); len(p) > 0 {
@@ -226,6 +242,7 @@ NEW removed) when anything was lost.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			a.elsewhere = true // errors name --from or --to, never --db
 			if err := a.checkFlags(); err != nil {
 				return err
 			}

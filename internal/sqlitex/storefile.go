@@ -26,7 +26,7 @@ func CheckStoreFile(op, path string) error {
 		return errs.NotRegular(op, path, FileKind(st.Mode()))
 	}
 	if st.Size() == 0 {
-		return errs.NoStore(op, path, "the file is empty (0 bytes); restore it from a backup, or remove it and run `hermes-state migrate` for a new store", nil)
+		return errs.NoStore(op, path, "the file is empty (0 bytes); restore it from a backup, or remove it and run "+Command(path, "migrate")+" for a new store", nil)
 	}
 	return nil
 }
