@@ -60,7 +60,9 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the state database cfg describes, brings
-// its schema to Hermes v30 (unless ReadOnly) and returns the store. It
+// its schema to Hermes v30 (unless ReadOnly) and returns the store. A file
+// Open creates is 0600; an existing file keeps its file mode and its
+// journal mode (unless JournalMode is set). It
 // returns an error wrapping ErrUnsupported when WAL is configured on a
 // SQLite build with the WAL-reset bug, ErrBusy when other processes kept the
 // file locked for the whole migration budget, ErrCorrupt when the file is
@@ -183,7 +185,10 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	if err := s.prepare(ctx, w); err != nil {
 		return err
 	}
-	securePaths(path)
+	// The file keeps its mode: a store this process creates is 0600 from
+	// the start (createNew), an existing file is the user's (Hermes', ...)
+	// and is never chmod-ed. SQLite gives the -wal and -shm it creates the
+	// mode of the database file.
 	if s.journal == "wal" {
 		if err := s.openReaders(path); err != nil {
 			return err
@@ -688,30 +693,11 @@ func createPrivate(path string) error {
 	return f.Close()
 }
 
-// securePaths tightens the database and its -wal/-shm sidecars by path
-// (chmod, never open), skipping symlinks and non-regular files: group and
-// other access is removed (mode &^ 0o077) and nothing is ever added, so a
-// file its owner made read-only (0444) stays read-only (0400).
-func securePaths(path string) {
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
-		st, err := os.Lstat(p)
-		if err != nil || !st.Mode().IsRegular() {
-			continue
-		}
-		if perm := st.Mode().Perm(); perm&0o077 != 0 {
-			_ = os.Chmod(p, perm&^0o077)
-		}
-	}
-}
-
 func (s *Store) checkpoint(ctx context.Context, mode string) {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
 	if err := s.db.W.WithContext(ctx).Exec("PRAGMA wal_checkpoint(" + mode + ")").Error; err != nil {
 		s.cfg.Logger.Debug("hermesstate: checkpoint", "mode", mode, "err", err)
-	}
-	if mode == "PASSIVE" {
-		securePaths(s.cfg.Path)
 	}
 }
 
