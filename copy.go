@@ -54,7 +54,10 @@ var copyBookkeeping = map[string]bool{"schema_version": true, "state_meta": true
 // one consistent snapshot (a read-only repeatable-read transaction on
 // PostgreSQL; on SQLite use OpenSnapshot to leave the file untouched).
 //
-// Errors: ErrInvalid when dst is not PostgreSQL or is src itself,
+// Errors: ErrUnsupported when src (or dst) has a Hermes schema version
+// newer than this build knows (nothing is copied: its unknown tables and
+// columns would be lost), ErrInvalid when dst is not PostgreSQL or is src
+// itself,
 // ErrConflict when the target is not empty, ErrCorrupt when the counts
 // differ (nothing is committed), ErrStorage for failures of either side.
 func Copy(ctx context.Context, src, dst *Store, opt CopyOptions) (CopyStats, error) {
@@ -65,6 +68,19 @@ func Copy(ctx context.Context, src, dst *Store, opt CopyOptions) (CopyStats, err
 	}
 	if src.cfg.Driver == DriverPostgres && src.cfg.DSN == dst.cfg.DSN && src.cfg.Schema == dst.cfg.Schema {
 		return CopyStats{}, errs.Errorf(ErrInvalid, op, "source and target are the same schema")
+	}
+	// A source of a newer Hermes holds tables and columns this build does
+	// not know: a copy would drop them and stamp the target with the newer
+	// version, so it is refused, as migrate refuses to touch such a file.
+	for _, st := range []*Store{src, dst} {
+		v, err := st.SchemaVersion(ctx)
+		if err != nil {
+			return CopyStats{}, err
+		}
+		if v > HermesSchemaVersion || st.newer > 0 {
+			return CopyStats{}, errs.Errorf(ErrUnsupported, op, "%s has Hermes schema version %d, newer than %d, the newest this hermes-state knows: a copy would drop the tables and columns this build does not know, so nothing was copied; upgrade hermes-state to copy it",
+				st.Location(), max(v, st.newer), HermesSchemaVersion)
+		}
 	}
 	if opt.BatchRows <= 0 {
 		opt.BatchRows = 500

@@ -255,3 +255,29 @@ func copyText(head string, n int) string {
 	}
 	return b.String()
 }
+
+// TestCopyRefusesANewerSchema (issue 28, item 5): a SQLite file of a newer
+// Hermes (schema_version 99, a table and a key column v30 does not have)
+// is not copied: ErrUnsupported naming the file and both versions, and the
+// target schema stays empty (no rows, still stamped v30). Before, the copy
+// dropped the unknown table and column and stamped the target version 99.
+func TestCopyRefusesANewerSchema(t *testing.T) {
+	ctx := context.Background()
+	path := fixturetest.Copy(t, "hermes-v30.db")
+	fixturetest.MakeNewer(t, path, 99)
+	src, cleanup, err := hs.OpenSnapshot(ctx, path, hs.Config{})
+	require.NoError(t, err)
+	defer cleanup()
+	require.Equal(t, 99, src.NewerSchema())
+	dst := hermesstatetest.Open(t, hermesstatetest.Postgres, hs.Config{})
+	_, err = hs.Copy(ctx, src, dst, hs.CopyOptions{})
+	fixturetest.RequireKind(t, err, hs.ErrUnsupported)
+	require.Contains(t, err.Error(), path)
+	require.Contains(t, err.Error(), "schema version 99, newer than 30")
+	v, err := dst.SchemaVersion(ctx)
+	require.NoError(t, err)
+	require.Equal(t, hs.HermesSchemaVersion, v, "the target was stamped with the source's version")
+	n, err := dst.Sessions().Count(ctx, "")
+	require.NoError(t, err)
+	require.Zero(t, n, "rows were copied")
+}

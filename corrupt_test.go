@@ -95,7 +95,7 @@ func TestCorruptionWhileOpenStopsWrites(t *testing.T) {
 	before := fileBytes(t, path) + fileBytes(t, path+"-wal")
 	_, err = st.Sessions().Create(ctx, repo.SessionInput{Source: "cli"})
 	require.ErrorIs(t, err, hs.ErrCorrupt)
-	require.Contains(t, err.Error(), "hermes-state doctor")
+	require.Contains(t, err.Error(), "hermes-state --db "+path+" doctor")
 	require.Equal(t, before, fileBytes(t, path)+fileBytes(t, path+"-wal"), "a write after the damage touched the file")
 	err = st.Meta().Set(ctx, "k", "v")
 	require.ErrorIs(t, err, hs.ErrCorrupt)

@@ -242,6 +242,22 @@ func damages() []damage {
 				`UPDATE sessions SET message_count = message_count + 1 WHERE rowid = (SELECT rowid FROM sessions ORDER BY rowid LIMIT 1)`)
 			return 1
 		}},
+		{name: "bad_json", fixable: true, check: "json", apply: func(t *testing.T, _ damageTarget, path string) int {
+			// Values another program wrote into JSON columns (issue 28,
+			// item 3): Hermes' listing fails on the model_config.
+			execRaw(t, path, `UPDATE sessions SET model_config = '{"model": "m", ' WHERE rowid = (SELECT min(rowid) FROM sessions)`,
+				`UPDATE messages SET tool_calls = 'terminal(ls)' WHERE rowid = (SELECT min(rowid) FROM messages)`,
+				`UPDATE messages SET display_metadata = 'not an object' WHERE rowid = (SELECT max(rowid) FROM messages)`)
+			return 0
+		}},
+		{name: "parent_loop", fixable: true, check: "lineage", apply: func(t *testing.T, _ damageTarget, path string) int {
+			// Two sessions each other's parent, and one its own (issue 28,
+			// item 3): every listing loses them.
+			execRaw(t, path, `UPDATE sessions SET parent_session_id = (SELECT id FROM sessions ORDER BY rowid LIMIT 1 OFFSET 1) WHERE rowid = (SELECT rowid FROM sessions ORDER BY rowid LIMIT 1)`,
+				`UPDATE sessions SET parent_session_id = (SELECT id FROM sessions ORDER BY rowid LIMIT 1) WHERE rowid = (SELECT rowid FROM sessions ORDER BY rowid LIMIT 1 OFFSET 1)`,
+				`UPDATE sessions SET parent_session_id = id WHERE rowid = (SELECT rowid FROM sessions ORDER BY rowid LIMIT 1 OFFSET 2)`)
+			return 0
+		}},
 		{name: "desync_counters", fixable: true, check: "counters", apply: func(t *testing.T, _ damageTarget, path string) int {
 			execRaw(t, path, "UPDATE sessions SET message_count = message_count + 3, tool_call_count = tool_call_count + 7 WHERE rowid IN (SELECT rowid FROM sessions ORDER BY rowid LIMIT 2)")
 			return 0

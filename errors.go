@@ -24,6 +24,22 @@ var (
 // errors.Is matches both ErrNoStore and ErrNotFound.
 var ErrNoStore = errs.ErrNoStore
 
+// ErrNotRegularFile is the cause of the ErrInvalid error returned for a
+// path that exists and is not a regular file (a directory, a block or
+// character device, a FIFO, a socket) given as a store (Open, OpenSnapshot,
+// Doctor, Repair, Recover's From) or as a new file to write (Recover's To,
+// a backup): it is refused before SQLite opens the path, so nothing is
+// written to it or beside it (no -wal, -shm or -journal). errors.Is
+// matches both ErrNotRegularFile and ErrInvalid.
+var ErrNotRegularFile = errs.ErrNotRegular
+
+// ErrUnsearchableQuery is the cause of the ErrInvalid error of a search
+// whose query holds nothing an index can search: only FTS5 operators,
+// punctuation or symbols ("*", "-", "\"\" OR \"\"", an emoji alone). The
+// message names the query and why. errors.Is matches both it and
+// ErrInvalid; the CLI exits 2, MCP answers a tool error, browse says so.
+var ErrUnsearchableQuery = errs.ErrUnsearchable
+
 // Error is the one error type every operation returns (see errs.Error).
 type Error = errs.Error
 

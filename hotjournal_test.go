@@ -62,7 +62,7 @@ func TestHotJournalNamedAndRolledBack(t *testing.T) {
 	_, err := hs.Open(ctx, hs.Config{Path: path, ReadOnly: true})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "interrupted transaction")
-	require.Contains(t, err.Error(), "hermes-state repair")
+	require.Contains(t, err.Error(), "hermes-state --db "+path+" repair", "the advice names the file (issue 28, item 9)")
 
 	rep, err := hs.Repair(ctx, hs.Config{Path: path}, hs.RepairOptions{DryRun: true})
 	require.NoError(t, err)

@@ -116,13 +116,15 @@ func TestStorageErrorReadOnlyMount(t *testing.T) {
 }
 
 // TestStorageErrorCannotOpen: an open that fails says why ("is a
-// directory") after "cannot open PATH".
+// directory"), naming the path; a directory is refused before SQLite sees
+// it, as invalid input (issue 28, item 1).
 func TestStorageErrorCannotOpen(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "state.db")
 	require.NoError(t, os.Mkdir(dir, 0o700))
 	_, err := hs.Open(ctx, hs.Config{Path: dir})
-	requireCause(t, err, hs.ErrStorage, "cannot open "+dir+": ", "is a directory")
+	requireCause(t, err, hs.ErrInvalid, dir+" is a directory")
+	require.ErrorIs(t, err, hs.ErrNotRegularFile)
 }
 
 // TestStorageErrorIO: a read that meets a disk I/O error (here the -wal

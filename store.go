@@ -60,11 +60,16 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the state database cfg describes, brings
-// its schema to Hermes v30 (unless ReadOnly) and returns the store. It
+// its schema to Hermes v30 (unless ReadOnly) and returns the store. A file
+// Open creates is 0600; an existing file keeps its file mode and its
+// journal mode (unless JournalMode is set). It
 // returns an error wrapping ErrUnsupported when WAL is configured on a
 // SQLite build with the WAL-reset bug, ErrBusy when other processes kept the
 // file locked for the whole migration budget, ErrCorrupt when the file is
-// not a database, and ErrStorage for other failures. On PostgreSQL (see
+// not a database, ErrInvalid wrapping ErrNotRegularFile when the path is a
+// directory, a device, a FIFO or a socket (refused before SQLite opens it:
+// nothing is written there or beside it), and ErrStorage for other
+// failures. On PostgreSQL (see
 // Config.Driver) it returns ErrInvalid for a bad DSN or schema name,
 // ErrStorage when the server cannot be reached, ErrNotFound when a
 // read-only store's schema has no tables, and ErrBusy when another host
@@ -85,12 +90,40 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		s.engine = e
 	}
-	if err := open(ctx); err != nil {
-		s.closeHandles()
+	if err := s.openRetrying(ctx, open); err != nil {
 		return nil, err
 	}
 	s.startAutoMaintenance()
 	return s, nil
+}
+
+// openRetrying runs open; on SQLite, an attempt that meets the file locked
+// by another process (ErrBusy: Hermes creating or committing to a
+// rollback-journal file, other processes migrating it) is undone and
+// retried with jitter within the store's routine budget (WriteBudgets,
+// 20 s by default), as every write is, so a store opened while others
+// write opens as soon as they let it. Other errors return at once.
+func (s *Store) openRetrying(ctx context.Context, open func(context.Context) error) error {
+	cfg := s.cfg
+	retryable := func(err error) bool { return cfg.Driver != DriverPostgres && errors.Is(err, ErrBusy) }
+	budget := cfg.WriteBudgets.Routine
+	if budget <= 0 {
+		budget = sqlitex.Routine.Budget()
+	}
+	first := true
+	_, err := sqlitex.RetryIf(ctx, budget, retryable, func() error {
+		if !first {
+			// A fresh attempt: nothing of the failed one is kept.
+			s.cfg, s.db, s.version, s.journal, s.newer, s.sessions, s.messages = cfg, nil, "", "", 0, nil, nil
+		}
+		first = false
+		err := open(ctx)
+		if err != nil {
+			s.closeHandles()
+		}
+		return err
+	})
+	return err
 }
 
 // gormConfig returns a new *gorm.Config. A *gorm.Config holds the callbacks
@@ -108,6 +141,12 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	const op = "open"
 	cfg := s.cfg
 	path := cfg.Path
+	// Before SQLite sees the path: a device, FIFO, socket or directory is
+	// never opened (SQLite would write its header over a device and make
+	// a -shm beside it).
+	if err := sqlitex.CheckRegular(op, path); err != nil {
+		return err
+	}
 	if cfg.ReadOnly {
 		return s.openSQLiteReadOnly(ctx)
 	}
@@ -146,7 +185,10 @@ func (s *Store) openSQLite(ctx context.Context) error {
 	if err := s.prepare(ctx, w); err != nil {
 		return err
 	}
-	securePaths(path)
+	// The file keeps its mode: a store this process creates is 0600 from
+	// the start (createNew), an existing file is the user's (Hermes', ...)
+	// and is never chmod-ed. SQLite gives the -wal and -shm it creates the
+	// mode of the database file.
 	if s.journal == "wal" {
 		if err := s.openReaders(path); err != nil {
 			return err
@@ -221,6 +263,9 @@ func (s *Store) prepare(ctx context.Context, w *gorm.DB) error {
 		return errs.Wrap(ErrStorage, op, err, "")
 	}
 	if err := migrations.Run(ctx, w); err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			return errs.Wrap(ErrCorrupt, op, err, s.cfg.Path+" is damaged: migrating it to v30 failed; run "+sqlitex.Command(s.cfg.Path, "doctor"))
+		}
 		return err
 	}
 	for _, step := range []func(context.Context, *gorm.DB) error{migrations.StampHermesFile, migrations.TrigramWithoutNUL} {
@@ -412,7 +457,7 @@ func (s *Store) openSQLiteReadOnly(ctx context.Context) error {
 	}
 	if s.newer == 0 {
 		if pending, err := migrations.Pending(ctx, g); err == nil && len(pending) > 0 {
-			s.db.SchemaHint = fmt.Sprintf("%s (Hermes schema version %d) has not been upgraded to the v30 shape this read needs; run `hermes-state migrate` to upgrade it", path, fv)
+			s.db.SchemaHint = fmt.Sprintf("%s (Hermes schema version %d) has not been upgraded to the v30 shape this read needs; run %s to upgrade it", path, fv, sqlitex.Command(path, "migrate"))
 		}
 	}
 	s.sessions = repo.NewSessions(s.db)
@@ -557,7 +602,7 @@ func probeInterruptible(ctx context.Context, g *gorm.DB, q string) error {
 
 func classifyOpenErr(op string, err error, path string) error {
 	if sqlitex.IsCorrupt(err) {
-		return errs.Wrap(ErrCorrupt, op, err, path+" is not a SQLite database or is damaged; run `hermes-state doctor`")
+		return errs.Wrap(ErrCorrupt, op, err, path+" is not a SQLite database or is damaged; run "+sqlitex.Command(path, "doctor"))
 	}
 	if sqlitex.IsLock(err) {
 		return errs.Wrap(ErrBusy, op, err, path+" is locked by another process")
@@ -648,30 +693,11 @@ func createPrivate(path string) error {
 	return f.Close()
 }
 
-// securePaths tightens the database and its -wal/-shm sidecars by path
-// (chmod, never open), skipping symlinks and non-regular files: group and
-// other access is removed (mode &^ 0o077) and nothing is ever added, so a
-// file its owner made read-only (0444) stays read-only (0400).
-func securePaths(path string) {
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
-		st, err := os.Lstat(p)
-		if err != nil || !st.Mode().IsRegular() {
-			continue
-		}
-		if perm := st.Mode().Perm(); perm&0o077 != 0 {
-			_ = os.Chmod(p, perm&^0o077)
-		}
-	}
-}
-
 func (s *Store) checkpoint(ctx context.Context, mode string) {
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
 	if err := s.db.W.WithContext(ctx).Exec("PRAGMA wal_checkpoint(" + mode + ")").Error; err != nil {
 		s.cfg.Logger.Debug("hermesstate: checkpoint", "mode", mode, "err", err)
-	}
-	if mode == "PASSIVE" {
-		securePaths(s.cfg.Path)
 	}
 }
 

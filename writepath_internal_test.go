@@ -230,13 +230,13 @@ func TestCloseTruncatesWAL(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed)
 }
 
-// TestPermissionsByPath: the database and its sidecars end up 0600 (set by
-// chmod on the path, see securePaths).
+// TestPermissionsByPath (issue 28, item 10): a pre-existing file keeps
+// its mode, and the sidecars SQLite makes take the file's mode; nothing is
+// chmod-ed.
 func TestPermissionsByPath(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.db")
-	// A pre-existing world-readable file is tightened, not rewritten.
 	pre, err := Open(ctx, Config{Path: path})
 	require.NoError(t, err)
 	require.NoError(t, pre.Close())
@@ -247,7 +247,7 @@ func TestPermissionsByPath(t *testing.T) {
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		st, err := os.Stat(p)
 		require.NoError(t, err, p)
-		require.Equal(t, os.FileMode(0o600), st.Mode().Perm(), p)
+		require.Equal(t, os.FileMode(0o644), st.Mode().Perm(), p)
 	}
 }
 

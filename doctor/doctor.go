@@ -160,14 +160,25 @@ type Report struct {
 	Sessions          int64     `json:"sessions"`
 	Messages          int64     `json:"messages"`
 	Findings          []Finding `json:"findings"`
-	Elapsed           string    `json:"elapsed"`
+	// Unchecked lists the checks that could not run because another
+	// process held the file locked (busy, not damage): each is also an
+	// Info finding saying to run again when the file is idle. OK says
+	// nothing about them.
+	Unchecked []string `json:"unchecked,omitempty"`
+	Elapsed   string   `json:"elapsed"`
 
 	// what repair needs to know, not part of the printed report
 	state *state
 }
 
-// OK reports whether nothing is wrong (no warning, no error).
+// OK reports whether no problem was found (no warning, no error). A check
+// that could not run (Unchecked) found nothing either way: Complete says
+// whether every check ran.
 func (r *Report) OK() bool { return r.Worst().rank() == 0 }
+
+// Complete reports whether every check ran (none was kept from running by
+// another process holding the file locked: see Unchecked).
+func (r *Report) Complete() bool { return len(r.Unchecked) == 0 }
 
 // Worst returns the highest severity found (Info when nothing).
 func (r *Report) Worst() Severity {
@@ -241,6 +252,10 @@ type state struct {
 	missingViews []string
 	cjkReset     bool
 	backfill     bool
+	// badJSON: JSON columns holding values that are not JSON; loops:
+	// sessions whose chain of parents leads back to them (data.go).
+	badJSON []jsonColumn
+	loops   [][]string
 }
 
 // Check examines the file at opts.Path and returns the report. It returns
@@ -455,7 +470,7 @@ func describeErr(err error) string {
 }
 
 func (c *checker) fatal(what string, err error) {
-	if c.hotJournal(err) || c.placeFailed(what, err) {
+	if c.hotJournal(err) || c.placeFailed(what, err) || c.busy(CheckIntegrity, "", what, err) {
 		return
 	}
 	c.r.state.unreadable = true
@@ -465,10 +480,28 @@ func (c *checker) fatal(what string, err error) {
 // readFailed reports a read of check that failed: a failure of the place
 // (placeFailed), else damage ("WHAT: cause", fix recover).
 func (c *checker) readFailed(check, object, what string, err error) {
-	if c.placeFailed(what, err) {
+	if c.placeFailed(what, err) || c.busy(check, object, what, err) {
 		return
 	}
 	c.r.add(check, Error, object, FixRecover, "%s: %s", what, describeErr(err))
+}
+
+// FixIdle is what to do about a check that could not run because another
+// process held the file locked.
+const FixIdle = "run again when the file is idle"
+
+// busy reports a check (what) that could not run because another process
+// held the file locked for the whole busy timeout (err is a lock error:
+// SQLITE_BUSY or SQLITE_LOCKED), which is not damage: an Info finding
+// saying to run again when the file is idle, and an entry of Unchecked.
+// It returns false for any other error.
+func (c *checker) busy(check, object, what string, err error) bool {
+	if !sqlitex.IsLock(err) {
+		return false
+	}
+	c.r.Unchecked = append(c.r.Unchecked, what)
+	c.r.add(check, Info, object, "", "%s could not run: another process kept the file locked (busy, not damage); %s", what, FixIdle)
+	return true
 }
 
 // hotJournal reports a hot journal where the file can be written (where it
@@ -497,19 +530,20 @@ func (c *checker) placeFailed(what string, err error) bool {
 	}
 	if c.r.state.place == "" {
 		c.r.state.place = why
-		c.r.add(CheckPlace, Error, "", placeFix(why), "%s failed because of where the file lies, not damage to it: %s", what, why)
+		c.r.add(CheckPlace, Error, "", placeFix(why, c.opts.Path), "%s failed because of where the file lies, not damage to it: %s", what, why)
 	}
 	return true
 }
 
 // placeFix is what to do about a place that keeps the file from being
-// opened or written (the reason why, from sqlitex.PlaceFailure).
-func placeFix(why string) string {
+// opened or written (the reason why, from sqlitex.PlaceFailure), for the
+// file at path.
+func placeFix(why, path string) string {
 	switch {
 	case strings.Contains(why, "disk full"):
-		return "free space on the disk that holds the file (or copy the file with its -wal and -journal to a disk with room), then run `hermes-state doctor` again"
+		return "free space on the disk that holds the file (or copy the file with its -wal and -journal to a disk with room), then run " + sqlitex.Command(path, "doctor") + " again"
 	case strings.Contains(why, "out of memory"):
-		return "free memory, then run `hermes-state doctor` again"
+		return "free memory, then run " + sqlitex.Command(path, "doctor") + " again"
 	}
 	return "run doctor where the file can be written: remount read-write, fix the permissions of the file and its directory, or copy the file with its -wal and -journal to a writable place"
 }
@@ -574,6 +608,8 @@ func (c *checker) run() {
 	c.fts()
 	c.foreignKeys()
 	c.counters()
+	c.jsonColumns()
+	c.parentLoops()
 	c.activity()
 	c.versions()
 	c.collapseUnadopted()
@@ -983,6 +1019,9 @@ func (c *checker) activity() {
 	}
 	var n int64
 	if err := c.db.QueryRowContext(c.ctx, repo.ActivityDriftSQL()).Scan(&n); err != nil {
+		if c.busy(CheckActivity, repo.ActivityTable, "the check of "+repo.ActivityTable, err) {
+			return
+		}
 		c.r.add(CheckActivity, Warning, repo.ActivityTable, FixRepair, "checking %s failed: %s", repo.ActivityTable, describeErr(err))
 		c.r.state.activity = true
 		return

@@ -283,6 +283,8 @@ func (c *checker) ftsTable(t ftsTable, backfill bool) {
 	if _, bad := r.state.badFTS[name]; !bad && (c.opts.Full || !c.pragmaRan) {
 		if err := c.ftsIntegrity(t, c.opts.Full && !backfill); errors.Is(err, errNoWriteAccess) {
 			r.add(CheckFTS, Info, name, "", "the explicit FTS5 integrity-check of %s was skipped: SQLite runs it as a write, and %v", name, err)
+		} else if err != nil && c.busy(CheckFTS, name, "the FTS5 integrity-check of "+name, err) {
+			return
 		} else if err != nil {
 			r.state.badFTS[name] = err.Error()
 			if sqlitex.IsCorrupt(err) {
@@ -476,6 +478,7 @@ func (c *checker) cjkIndex() {
 	}
 	_, bad, err := hfts.CheckCJKIndex(g.WithContext(c.ctx))
 	switch {
+	case err != nil && c.busy(CheckFTS, hfts.CJKIndexTable, "the check of the CJK index", err):
 	case err != nil:
 		r.state.cjkReset = true
 		r.add(CheckFTS, Error, hfts.CJKIndexTable, FixRepair, "the CJK index cannot be checked: %s", describeErr(err))
@@ -672,6 +675,10 @@ func CheckIndexes(ctx context.Context, path, engine string) ([]repo.FTSCheck, er
 	r, err := Check(ctx, Options{Path: path, Full: true, ftsOnly: true, Engine: engine})
 	if err != nil {
 		return nil, err
+	}
+	if len(r.Unchecked) > 0 {
+		return nil, errs.Errorf(errs.ErrBusy, "fts check", "%s could not be checked: another process kept it locked (%s); run `hermes-state --db %s fts check` again when the file is idle",
+			path, strings.Join(r.Unchecked, ", "), path)
 	}
 	if r.state.hotJournal || r.state.place != "" || r.objects == nil {
 		var msgs []string

@@ -120,6 +120,9 @@ func Recover(ctx context.Context, opts RecoverOptions) (*RecoverReport, error) {
 	if err := sqlitex.CheckStoreFile(op, opts.From); err != nil {
 		return rep, err
 	}
+	if err := sqlitex.CheckRegular(op, opts.To); err != nil {
+		return rep, err
+	}
 	if _, err := os.Stat(opts.To); err == nil {
 		return rep, errs.Errorf(errs.ErrConflict, op, "%s exists; recover writes a new file", opts.To)
 	}

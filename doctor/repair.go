@@ -97,7 +97,7 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 	}
 	if why := before.state.place; why != "" {
 		return rep, errs.Errorf(errs.ErrStorage, "repair", "%s cannot be repaired here: %s; that is where the file lies, not damage to it, and nothing was changed (%s)",
-			opts.Path, why, placeFix(why))
+			opts.Path, why, placeFix(why, opts.Path))
 	}
 	if before.state.hotJournal {
 		rep.Actions = append(rep.Actions, Action{Step: "rollback", Object: opts.Path + "-journal",
@@ -116,7 +116,7 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 		return rest, err
 	}
 	if before.state.unreadable {
-		return rep, errs.Errorf(errs.ErrCorrupt, "repair", "%s has page-level damage that repair must not write over; salvage it with `hermes-state recover --from %s --to NEW`", opts.Path, opts.Path)
+		return rep, errs.Errorf(errs.ErrCorrupt, "repair", "%s has page-level damage that repair must not write over; salvage it with `hermes-state recover --from %s --to NEW`", opts.Path, sqlitex.ShellQuote(opts.Path))
 	}
 	if why := sqlitex.Place(opts.Path); why != "" {
 		// Nothing can be written here: nothing to fix is "nothing to
@@ -126,7 +126,7 @@ func Repair(ctx context.Context, opts RepairOptions) (*RepairReport, error) {
 			return rep, nil
 		}
 		return rep, errs.Errorf(errs.ErrStorage, "repair", "%s cannot be written here (%s), and nothing was changed: run repair where the file can be written (%s)",
-			opts.Path, why, placeFix(why))
+			opts.Path, why, placeFix(why, opts.Path))
 	}
 	eng, err := engineFor("repair", opts.Engine)
 	if err != nil {
@@ -218,7 +218,7 @@ func (rp *repairer) mapErr(op string, res sqlitex.RetryResult, err error) error 
 		case sqlitex.IsLock(err):
 			return errs.Wrap(errs.ErrBusy, "repair", err, fmt.Sprintf("%s: the file stayed locked for %s", op, res.Waited.Round(time.Millisecond)))
 		case sqlitex.IsCorrupt(err):
-			return errs.Wrap(errs.ErrCorrupt, "repair", err, op+": the file is damaged; run `hermes-state recover`")
+			return errs.Wrap(errs.ErrCorrupt, "repair", err, fmt.Sprintf("%s: %s is damaged; salvage it with `hermes-state recover --from %s --to NEW`", op, rp.opts.Path, sqlitex.ShellQuote(rp.opts.Path)))
 		}
 		return errtext.Storage("repair", err, op+" failed", rp.opts.Path)
 	}
@@ -235,10 +235,12 @@ func (rp *repairer) run() error {
 		rp.fixFTSObjects,      // 4. FTS triggers, then views
 		rp.fixFTSTables,       // 5. FTS tables found damaged, the CJK index
 		rp.fixIndexes,         // 6. indexes that disagree with their tables
-		rp.fixCounters,        // 7. session counters
-		rp.fixActivity,        // 8. the session activity table
-		rp.fixTrigramFeed,     // 9. the trigram index fed up to U+0000
-		rp.optimizeFTSIndexes, // 10. FTS indexes of more than one segment
+		rp.fixJSON,            // 7. JSON columns holding text that is not JSON
+		rp.fixLoops,           // 8. parents that form a loop
+		rp.fixCounters,        // 9. session counters
+		rp.fixActivity,        // 10. the session activity table
+		rp.fixTrigramFeed,     // 11. the trigram index fed up to U+0000
+		rp.optimizeFTSIndexes, // 12. FTS indexes of more than one segment
 	} {
 		if err := step(); err != nil {
 			return err
@@ -466,6 +468,12 @@ func (rp *repairer) fixTrigramFeed() error {
 func (rp *repairer) optimizeFTSIndexes() error {
 	if rp.st.unadopted {
 		return nil // a Hermes file as Hermes left it: nothing to fix, nothing written
+	}
+	if rp.rep.Before != nil && !rp.rep.Before.Complete() {
+		// Another process kept the file busy while it was checked: the
+		// optional merge waits for a run when it is idle (the report says
+		// to run again then), rather than for the lock.
+		return nil
 	}
 	for name, t := range rp.st.ftsByName {
 		if strings.Contains(t.Tokenize, cjkTokenizer) {

@@ -73,7 +73,19 @@ func (m Migration) apply(tx *gorm.DB) error {
 func Pending(ctx context.Context, db *gorm.DB) ([]string, error) {
 	db = db.WithContext(ctx)
 	done := map[string]bool{}
-	if db.Migrator().HasTable(TableName) {
+	has := false
+	if isPostgres(db) {
+		has = db.Migrator().HasTable(TableName)
+	} else {
+		// GORM's HasTable answers false when the file is locked: every
+		// step would then look pending. Ask SQLite, and say when it fails.
+		var n int64
+		if err := db.Raw("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", TableName).Scan(&n).Error; err != nil {
+			return nil, err
+		}
+		has = n > 0
+	}
+	if has {
 		var ids []string
 		if err := db.Table(TableName).Pluck("id", &ids).Error; err != nil {
 			return nil, err
@@ -100,7 +112,13 @@ func Pending(ctx context.Context, db *gorm.DB) ([]string, error) {
 // (the file is then unchanged).
 func Run(ctx context.Context, db *gorm.DB) error {
 	pending, err := Pending(ctx, db)
-	if err == nil && len(pending) == 0 {
+	if err != nil {
+		if sqlitex.IsLock(err) {
+			return errs.Wrap(errs.ErrBusy, "migrate", err, "another process held the file locked while its applied migrations were read")
+		}
+		return errs.Wrap(errs.ErrStorage, "migrate", err, "cannot read the applied migrations: "+errtext.FirstLine(err))
+	}
+	if len(pending) == 0 {
 		return nil
 	}
 	if isPostgres(db) {
@@ -126,7 +144,7 @@ func Run(ctx context.Context, db *gorm.DB) error {
 			return errs.Wrap(errs.ErrBusy, "migrate", err, fmt.Sprintf("another process held the write lock for %s (%d attempts)", res.Waited.Round(time.Millisecond), res.Attempts))
 		}
 		if sqlitex.IsCorrupt(err) {
-			return errs.Wrap(errs.ErrCorrupt, "migrate", err, "the database file is damaged; run `hermes-state doctor`")
+			return errs.Wrap(errs.ErrCorrupt, "migrate", err, "the database file is damaged; run doctor on it (`hermes-state --db FILE doctor`)")
 		}
 		msg := "" // the cause's own text, as before, when it is not one of a place
 		if c := errtext.Cause(err, ""); c != "" {

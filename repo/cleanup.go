@@ -395,6 +395,9 @@ func (r *cleanupRepo) Backup(ctx context.Context, path string) error {
 	if err := checkText(op, "path", path); err != nil {
 		return err
 	}
+	if err := sqlitex.CheckRegular(op, path); err != nil {
+		return err
+	}
 	if _, err := os.Lstat(path); err == nil {
 		return errs.Errorf(errs.ErrConflict, op, "%s already exists; choose a new file", path)
 	}

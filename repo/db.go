@@ -115,6 +115,14 @@ func (d *DB) Corrupt() error {
 	return nil
 }
 
+// where names the store for messages: its file, else "the store".
+func (d *DB) where() string {
+	if d.Path != "" {
+		return d.Path
+	}
+	return "the store"
+}
+
 func (d *DB) logger() *slog.Logger {
 	if d.Log != nil {
 		return d.Log
@@ -151,7 +159,7 @@ func (d *DB) Write(ctx context.Context, kind sqlitex.Kind, op string, fn func(tx
 		return errs.Errorf(errs.ErrUnsupported, op, "%s", d.ReadOnly)
 	}
 	if c := d.Corrupt(); c != nil {
-		return errs.Wrap(errs.ErrCorrupt, op, c, "an earlier write found the database file damaged; run `hermes-state doctor`")
+		return errs.Wrap(errs.ErrCorrupt, op, c, "an earlier write found "+d.where()+" damaged; run "+sqlitex.Command(d.Path, "doctor"))
 	}
 	// Even a failed write may have committed (a lost connection after
 	// COMMIT): reads from now on must see what the primary holds.
@@ -357,7 +365,10 @@ func mapErrAt(op string, err error, path string) error {
 	case sqlitex.IsLock(err):
 		return errs.Wrap(errs.ErrBusy, op, err, "database is locked")
 	case sqlitex.IsCorrupt(err):
-		return errs.Wrap(errs.ErrCorrupt, op, err, "the database file is damaged; run `hermes-state doctor`")
+		if path == "" {
+			return errs.Wrap(errs.ErrCorrupt, op, err, "the database file is damaged; run doctor on it (`hermes-state --db FILE doctor`)")
+		}
+		return errs.Wrap(errs.ErrCorrupt, op, err, path+" is damaged; run "+sqlitex.Command(path, "doctor"))
 	case pgsql.IsBusy(err):
 		return errs.Wrap(errs.ErrBusy, op, err, "a lock was not granted in time")
 	case pgsql.IsInvalidText(err):

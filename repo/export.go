@@ -43,8 +43,10 @@ type ImportResult struct {
 	Sessions, Skipped int64
 	// Messages imported (skipped sessions' messages are not counted).
 	Messages int64
-	// Detached sessions whose parent was in neither the store nor the file
-	// (their parent_session_id is NULL).
+	// Detached sessions imported without their parent (parent_session_id
+	// NULL): the parent was in neither the store nor the file, was the
+	// session itself, or would have closed a loop of parents. Each is in
+	// Changes with its reason.
 	Detached int64
 	// Adjusted counts values the import changed to what the API would
 	// store (a timestamp outside the sane window set to now, a title
@@ -54,6 +56,33 @@ type ImportResult struct {
 	// what they hold (or they are not JSON), in line order. Import then
 	// returns an ErrInvalid error naming them.
 	Refused []ImportRefusal `json:"refused,omitempty"`
+	// Changes lists what the import changed of the sessions it stored, so
+	// as to store what the API would (a parent left out, a tool_calls
+	// value that is not JSON stored as NULL, a title another session holds
+	// numbered), line by line with the reason (ImportChange).
+	Changes []ImportChange `json:"changes,omitempty"`
+}
+
+// ImportChange is one change an import made to a session it stored: the
+// line, the session id and what changed, in words.
+type ImportChange struct {
+	Line    int64  `json:"line"`
+	Session string `json:"session"`
+	Change  string `json:"change"`
+}
+
+// ChangedSessions returns how many sessions Changes names.
+func (r ImportResult) ChangedSessions() int64 {
+	seen := map[string]bool{}
+	for _, c := range r.Changes {
+		seen[c.Session] = true
+	}
+	return int64(len(seen))
+}
+
+// change records a change of session id from line.
+func (r *ImportResult) change(line int64, id, what string) {
+	r.Changes = append(r.Changes, ImportChange{Line: line, Session: id, Change: what})
 }
 
 // ImportRefusal is a line of an import that was not imported, and why.

@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,7 +67,7 @@ type seekableInput interface {
 
 func (r *portRepo) Import(ctx context.Context, rd io.Reader, p Progress) (ImportResult, error) {
 	const op = "import"
-	im := &importer{r: r, ctx: ctx, op: op, pending: map[string]string{}, p: p}
+	im := &importer{r: r, ctx: ctx, op: op, pending: map[string]pendingParent{}, p: p}
 	var err error
 	if in, ok := rd.(seekableInput); ok {
 		if size, serr := in.Seek(0, io.SeekEnd); serr == nil {
@@ -100,12 +100,20 @@ func (r *portRepo) Import(ctx context.Context, rd io.Reader, p Progress) (Import
 // end.
 var importAnalyzed = append([]string{"sessions", "messages", "system_prompts", "session_model_usage"}, AnalyzedTables...)
 
+// pendingParent is the parent of an imported session that was not in the
+// store when the session was (it was stored detached), and the line the
+// session came from.
+type pendingParent struct {
+	parent string
+	line   int64
+}
+
 // importer is one run of Import.
 type importer struct {
 	r       *portRepo
 	ctx     context.Context
 	op      string
-	pending map[string]string // child id → parent id not (yet) in the store
+	pending map[string]pendingParent // child id → its parent not (yet) in the store
 	res     ImportResult
 	p       Progress
 	done    int64
@@ -398,23 +406,79 @@ func lineList(rs []ImportRefusal) string {
 	return b.String()
 }
 
-// reattach re-attaches children whose parent arrived later in the file.
+// reattach re-attaches children whose parent arrived later in the file,
+// except where the parent's own chain of parents leads back to the child:
+// that parent would close a loop (every session of a loop vanishes from
+// Hermes' listings, which start from sessions without a parent), so the
+// child stays detached and the change is recorded.
 func (im *importer) reattach() error {
-	for child, parent := range im.pending {
+	children := make([]string, 0, len(im.pending))
+	for child := range im.pending {
+		children = append(children, child)
+	}
+	sort.Slice(children, func(i, j int) bool { return im.pending[children[i]].line < im.pending[children[j]].line })
+	for _, child := range children {
+		p := im.pending[child]
+		var loop []string
+		var found, attached bool
 		err := im.r.db.Write(im.ctx, sqlitex.Routine, im.op, func(tx *gorm.DB) error {
-			ok, err := sessionExists(tx, parent)
-			if err != nil || !ok {
+			loop, found, attached = nil, false, false
+			var err error
+			if found, err = sessionExists(tx, p.parent); err != nil || !found {
 				return err
 			}
-			delete(im.pending, child)
-			return tx.Model(&models.Session{}).Where("id = ?", child).Update("parent_session_id", parent).Error
+			if loop, err = parentLoop(tx, child, p.parent); err != nil || loop != nil {
+				return err
+			}
+			attached = true
+			return tx.Model(&models.Session{}).Where("id = ?", child).Update("parent_session_id", p.parent).Error
 		})
 		if err != nil {
 			return err
 		}
+		if attached {
+			delete(im.pending, child)
+			continue
+		}
+		if found {
+			im.res.change(p.line, child, fmt.Sprintf("its parent %s would close a loop of parents (%s → %s): imported without a parent", p.parent, child, strings.Join(loop, " → ")))
+		} else {
+			im.res.change(p.line, child, fmt.Sprintf("its parent %s is in neither the store nor the file: imported without a parent", p.parent))
+		}
+		im.res.Detached++
 	}
-	im.res.Detached = int64(len(im.pending))
 	return nil
+}
+
+// maxParentWalk bounds a walk up a chain of parents.
+const maxParentWalk = 1 << 20
+
+// parentLoop reports whether making parent the parent of child would close
+// a loop: it walks up from parent and returns the sessions passed on the
+// way back to child (parent first, child last), or nil when the chain ends
+// without meeting child (an existing loop elsewhere ends the walk too).
+func parentLoop(tx *gorm.DB, child, parent string) ([]string, error) {
+	seen := map[string]bool{}
+	path := []string{}
+	for cur := parent; len(path) < maxParentWalk; {
+		path = append(path, cur)
+		if cur == child {
+			return path, nil
+		}
+		if seen[cur] {
+			return nil, nil
+		}
+		seen[cur] = true
+		var ps []sql.NullString
+		if err := tx.Model(&models.Session{}).Where("id = ?", cur).Limit(1).Pluck("parent_session_id", &ps).Error; err != nil {
+			return nil, err
+		}
+		if len(ps) == 0 || !ps[0].Valid {
+			return nil, nil
+		}
+		cur = ps[0].String
+	}
+	return nil, nil
 }
 
 // importMsg is an exported message: the row plus content as JSON (a
@@ -442,7 +506,7 @@ type importRow struct {
 // that transaction (memory is bounded by the line cap, not by the file); a
 // session whose id already exists is decoded and discarded message by
 // message without being kept.
-func (r *portRepo) importOne(ctx context.Context, op string, dec *json.Decoder, line int64, pending map[string]string, res *ImportResult) error {
+func (r *portRepo) importOne(ctx context.Context, op string, dec *json.Decoder, line int64, pending map[string]pendingParent, res *ImportResult) error {
 	if tok, err := dec.Token(); err != nil {
 		return errs.Wrap(errs.ErrInvalid, op, err, fmt.Sprintf("line %d: not JSON: %v", line, err))
 	} else if d, ok := tok.(json.Delim); !ok || d != '{' {
@@ -456,16 +520,30 @@ func (r *portRepo) importOne(ctx context.Context, op string, dec *json.Decoder, 
 		res.Skipped++
 		return nil
 	}
-	exists, missingParent, err := r.storeImported(ctx, op, d.sess, d.rows)
+	exists, missingParent, retitled, err := r.storeImported(ctx, op, d.sess, d.rows)
+	if errors.Is(err, errs.ErrConflict) {
+		// The session collides with a stored row in a way the import
+		// does not resolve: this line is refused, the others go on.
+		return d.bad(err, "")
+	}
 	if err != nil {
 		return err
+	}
+	if retitled != "" {
+		d.changes = append(d.changes, retitled)
 	}
 	if exists {
 		res.Skipped++
 		return nil
 	}
 	if missingParent != "" {
-		pending[d.sess.ID] = missingParent
+		pending[d.sess.ID] = pendingParent{parent: missingParent, line: line}
+	}
+	for _, c := range d.changes {
+		res.change(line, d.sess.ID, c)
+	}
+	if d.detached {
+		res.Detached++
 	}
 	res.Sessions++
 	res.Messages += int64(len(d.rows))
@@ -489,12 +567,21 @@ type importSession struct {
 	sawMessages bool
 	now         models.Epoch
 	adjusted    int64
+	// changes says, in words, what the import changed of this session to
+	// store what the API would (a parent that is the session itself, a
+	// tool_calls value that is not JSON).
+	changes []string
+	// detached: the session is stored without its parent (it was its own).
+	detached bool
 }
 
 // bad is an ErrInvalid error about this session: "line N: what: cause"
 // (what or the cause may be absent).
 func (d *importSession) bad(err error, what string) error {
 	msg := fmt.Sprintf("line %d", d.line)
+	if id := d.id(); id != "" {
+		msg += " (session " + id + ")"
+	}
 	if what != "" {
 		msg += ": " + what
 	}
@@ -506,6 +593,21 @@ func (d *importSession) bad(err error, what string) error {
 		msg += ": " + err.Error()
 	}
 	return errs.Wrap(errs.ErrInvalid, d.op, err, msg)
+}
+
+// id is the session id of the object, as far as it was read ("" when
+// unknown), quoted when it is not a valid id.
+func (d *importSession) id() string {
+	id := ""
+	if d.sess != nil {
+		id = d.sess.ID
+	} else if raw, ok := d.fields["id"]; ok && json.Unmarshal(raw, &id) != nil {
+		return ""
+	}
+	if id != "" && checkID(d.op, id) != nil {
+		return strconv.Quote(id)
+	}
+	return id
 }
 
 // read reads the rest of the session object (after '{') and its closing
@@ -578,9 +680,12 @@ func (d *importSession) readMessages() error {
 			m.Timestamp = d.now
 			d.adjusted++
 		}
-		vals, err := importValues(d.sess.ID, &m)
+		vals, changed, err := importValues(d.sess.ID, &m)
 		if err != nil {
 			return d.bad(err, fmt.Sprintf("message %d", n))
+		}
+		for _, c := range changed {
+			d.changes = append(d.changes, fmt.Sprintf("message %d: %s", n, c))
 		}
 		d.rows = append(d.rows, importRow{id: m.ID, vals: vals})
 	}
@@ -608,6 +713,14 @@ func (d *importSession) prepare() error {
 		return d.bad(err, "")
 	}
 	d.adjusted += n
+	if s.ParentSessionID != nil && *s.ParentSessionID == s.ID {
+		// The API refuses a session that is its own parent; an import
+		// keeps the session and leaves the parent out, as it does for a
+		// missing parent.
+		s.ParentSessionID = nil
+		d.detached = true
+		d.changes = append(d.changes, "its parent is itself: imported without a parent")
+	}
 	// An early look (re-checked in the write transaction) so that the
 	// messages of a session already stored are not kept in memory.
 	exists, err := Read(d.ctx, d.r.db, d.op, func(tx *gorm.DB) (bool, error) { return sessionExists(tx, s.ID) })
@@ -646,66 +759,23 @@ func (d *importSession) count() {
 	}
 }
 
-// maxEpoch is the end of year 9999, the last instant Python's datetime
-// (and most readers of these files) can represent.
-const maxEpoch = 253402300799
-
-// checkSessionRow applies to an imported session the rules Create, End
-// and Titles.Set apply to the same values: a valid id and source;
-// started_at and ended_at outside the sane window become now (as Create
-// and End stamp them); other timestamps a reader cannot represent (before
-// 1970, after year 9999, not finite) become NULL; the title is sanitized
-// (ErrInvalid when too long) and an empty one is NULL. It returns how many
-// values it changed.
-func checkSessionRow(op string, s *models.Session, now models.Epoch) (int64, error) {
-	if err := checkID(op, s.ID); err != nil {
-		return 0, err
-	}
-	if err := checkName(op, "source", s.Source); err != nil {
-		return 0, err
-	}
-	var n int64
-	if !s.StartedAt.Sane() {
-		s.StartedAt, n = now, n+1
-	}
-	if s.EndedAt != nil && !s.EndedAt.Sane() {
-		s.EndedAt, n = models.EpochPtr(now), n+1
-	}
-	for _, p := range []**models.Epoch{&s.LastActivityAt, &s.LastReadAt, &s.CompressionFailureCooldownUntil, &s.CompressionRecoveryDeadline} {
-		if *p == nil {
-			continue
-		}
-		if f := float64(**p); math.IsNaN(f) || f < 0 || f > maxEpoch {
-			*p, n = nil, n+1
-		}
-	}
-	if s.Title != nil {
-		t, err := SanitizeTitle(*s.Title)
-		if err != nil {
-			return 0, err
-		}
-		switch {
-		case t == "":
-			s.Title, n = nil, n+1
-		case t != *s.Title:
-			s.Title, n = &t, n+1
-		}
-	}
-	return n, nil
-}
-
 // storeImported stores sess with all its rows in one write transaction.
 // exists reports a session stored meanwhile (nothing written);
-// missingParent is the parent id not in the store (see insertImported).
-func (r *portRepo) storeImported(ctx context.Context, op string, sess *models.Session, rows []importRow) (exists bool, missingParent string, err error) {
+// missingParent is the parent id not in the store (see insertImported);
+// retitled says how the title was changed because another session holds
+// it (see freeTitle), "" when it was not.
+func (r *portRepo) storeImported(ctx context.Context, op string, sess *models.Session, rows []importRow) (exists bool, missingParent, retitled string, err error) {
 	err = r.db.Write(ctx, sqlitex.Transcript, op, func(tx *gorm.DB) error {
-		exists, missingParent = false, ""
+		exists, missingParent, retitled = false, "", ""
 		ok, err := sessionExists(tx, sess.ID)
 		if err != nil || ok {
 			exists = ok
 			return err
 		}
 		s := *sess // insertImported rewrites fields; a retry starts from the decoded row
+		if retitled, err = r.freeTitle(tx, &s); err != nil {
+			return err
+		}
 		if missingParent, err = insertImported(tx, &s); err != nil {
 			return err
 		}
@@ -716,7 +786,36 @@ func (r *portRepo) storeImported(ctx context.Context, op string, sess *models.Se
 		}
 		return nil
 	})
-	return exists, missingParent, err
+	return exists, missingParent, retitled, err
+}
+
+// freeTitle gives s a title no other session holds: a title held by
+// another session (titles are unique) becomes the next free numbered form
+// of it, Hermes' rule for a title in use ("X" → "X #2", see nextTitleIn),
+// or none when that form would be longer than MaxTitleLength. It returns
+// the change in words, "" when the title was free.
+func (r *portRepo) freeTitle(tx *gorm.DB, s *models.Session) (string, error) {
+	if s.Title == nil {
+		return "", nil
+	}
+	var holder []string
+	if err := tx.Model(&models.Session{}).Where("title = ?", *s.Title).Limit(1).Pluck("id", &holder).Error; err != nil {
+		return "", err
+	}
+	if len(holder) == 0 {
+		return "", nil
+	}
+	was := *s.Title
+	next, err := nextTitleIn(tx, r.db, was)
+	if err != nil {
+		return "", err
+	}
+	if clean, serr := SanitizeTitle(next); serr != nil || clean != next {
+		s.Title, s.TitleSource = nil, nil
+		return fmt.Sprintf("title %q is held by session %s, and numbered it would be too long: imported without a title", was, holder[0]), nil
+	}
+	s.Title = &next
+	return fmt.Sprintf("title %q is held by session %s: imported as %q (Hermes' numbered-title rule)", was, holder[0], next), nil
 }
 
 // insertImported writes the session row (and its system prompt). It
@@ -825,73 +924,56 @@ func insertImportedMessages(tx *gorm.DB, rows []importRow) error {
 }
 
 // importValues turns a decoded message into its column values, with the
-// checks Append applies: a role, content within MaxContentBytes and valid
-// UTF-8, JSON columns Python can read. The error names the column.
-func importValues(sessionID string, m *importMsg) ([]any, error) {
-	if err := checkName("import", "role", m.Role); err != nil {
-		return nil, err
-	}
-	var content any
+// rules every writer of a message obeys (checkMessageRow): content is a
+// string, null or a list of parts (the API's Content and Parts), and a
+// tool_calls string is the column's text (an export writes text that is
+// not JSON that way), parsed as Hermes parses it. It returns the values,
+// what was changed (in words) and the error naming the value refused.
+func importValues(sessionID string, m *importMsg) ([]any, []string, error) {
+	row := m.Message
+	row.SessionID = sessionID
 	c := bytes.TrimSpace(m.Content)
 	switch {
 	case len(c) == 0 || string(c) == "null":
+		row.Content = nil
 	case c[0] == '"':
 		var s string
 		if err := json.Unmarshal(c, &s); err != nil {
-			return nil, fmt.Errorf("content: %w", err)
+			return nil, nil, fmt.Errorf("content: %w", err)
 		}
-		content = s
-	default:
+		row.Content = &s
+	case c[0] == '[':
 		b, err := pyjson.Canonical(c)
 		if err != nil {
-			return nil, fmt.Errorf("content: not a string, null or a list of parts: %w", err)
+			return nil, nil, fmt.Errorf("content: not a list of parts Python can read: %w", err)
 		}
-		content = models.MultimodalPrefix + string(b)
-	}
-	if s, ok := content.(string); ok {
-		if err := checkText("import", "content", s); err != nil {
-			return nil, err
-		}
-	}
-	tc, err := pyText(m.ToolCalls)
-	if err != nil {
-		return nil, fmt.Errorf("tool_calls: %w", err)
-	}
-	dm, err := pyText(m.DisplayMetadata)
-	if err != nil {
-		return nil, fmt.Errorf("display_metadata: %w", err)
-	}
-	active := int64(1)
-	if m.Active != nil {
-		active = *m.Active
-	}
-	// The flags the API writes are 0 or 1; Hermes reads them as booleans.
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{{"active", active}, {"observed", m.Observed}, {"compacted", m.Compacted}, {"_compressed_summary", m.CompressedSummary}} {
-		if f.v != 0 && f.v != 1 {
-			return nil, fmt.Errorf("%s must be 0 or 1, not %d", f.name, f.v)
-		}
-	}
-	// The text columns follow Append's rules: valid UTF-8 within the size
-	// limit.
-	for f, v := range map[string]*string{"tool_name": m.ToolName, "tool_call_id": m.ToolCallID, "finish_reason": m.FinishReason,
-		"reasoning": m.Reasoning, "reasoning_content": m.ReasoningContent, "platform_message_id": m.PlatformMessageID,
-		"api_content": m.APIContent, "display_kind": m.DisplayKind, "effect_disposition": m.EffectDisposition} {
-		if err := checkTextPtr("import", f, v); err != nil {
-			return nil, err
-		}
-	}
-	if dm != nil {
-		var obj map[string]json.RawMessage
-		if json.Unmarshal([]byte(dm.(string)), &obj) != nil {
-			return nil, fmt.Errorf("display_metadata must be a JSON object")
-		}
-	}
-	row := models.Message{Role: m.Role, ToolCallID: m.ToolCallID, ToolName: m.ToolName, Timestamp: m.Timestamp, CompressedSummary: m.CompressedSummary}
-	if s, ok := content.(string); ok {
+		s := models.MultimodalPrefix + string(b)
 		row.Content = &s
+	default:
+		return nil, nil, errs.Errorf(errs.ErrInvalid, "import", "content must be a string, null or a list of parts, not %s", jsonKind(c))
+	}
+	if tc := bytes.TrimSpace(row.ToolCalls); len(tc) > 0 && tc[0] == '"' {
+		var s string
+		if err := json.Unmarshal(tc, &s); err != nil {
+			return nil, nil, fmt.Errorf("tool_calls: %w", err)
+		}
+		row.ToolCalls = models.JSON(s)
+	}
+	row.Active = 1
+	if m.Active != nil {
+		row.Active = *m.Active
+	}
+	changed, err := checkMessageRow("import", &row)
+	if err != nil {
+		return nil, nil, err
+	}
+	tc, err := pyText(row.ToolCalls)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tool_calls: %w", err)
+	}
+	dm, err := pyText(row.DisplayMetadata)
+	if err != nil {
+		return nil, nil, fmt.Errorf("display_metadata: %w", err)
 	}
 	if s, ok := tc.(string); ok {
 		row.ToolCalls = models.JSON(s)
@@ -900,8 +982,24 @@ func importValues(sessionID string, m *importMsg) ([]any, error) {
 	if id := models.DisplayIdentity(&row); id != nil {
 		identity = id
 	}
-	return []any{sessionID, m.Role, content, m.ToolCallID, tc, m.ToolName, m.EffectDisposition, float64(m.Timestamp), m.TokenCount,
-		m.FinishReason, m.Reasoning, m.ReasoningContent, nullText(m.ReasoningDetails), nullText(m.CodexReasoningItems),
-		nullText(m.CodexMessageItems), m.PlatformMessageID, m.Observed, m.CompressedSummary, active, m.Compacted,
-		m.APIContent, m.DisplayKind, dm, identity}, nil
+	var content any
+	if row.Content != nil {
+		content = *row.Content
+	}
+	return []any{sessionID, row.Role, content, row.ToolCallID, tc, row.ToolName, row.EffectDisposition, float64(row.Timestamp), row.TokenCount,
+		row.FinishReason, row.Reasoning, row.ReasoningContent, nullText(row.ReasoningDetails), nullText(row.CodexReasoningItems),
+		nullText(row.CodexMessageItems), row.PlatformMessageID, row.Observed, row.CompressedSummary, row.Active, row.Compacted,
+		row.APIContent, row.DisplayKind, dm, identity}, changed, nil
+}
+
+// jsonKind names the kind of the JSON value b ("an object", "a number",
+// "true", ...).
+func jsonKind(b []byte) string {
+	switch b[0] {
+	case '{':
+		return "an object"
+	case 't', 'f':
+		return string(b)
+	}
+	return "a number"
 }

@@ -2,7 +2,6 @@ package repo
 
 import (
 	"context"
-	"encoding/json"
 	"regexp"
 	"strings"
 
@@ -126,9 +125,6 @@ func NewMessages(db *DB) Messages {
 }
 
 func (in *MessageInput) toRow(op, sessionID string) (*models.Message, error) {
-	if err := checkName(op, "role", in.Role); err != nil {
-		return nil, err
-	}
 	row := &models.Message{
 		SessionID: sessionID, Role: in.Role, Content: in.Content, ToolCalls: in.ToolCalls,
 		ToolName: models.TextOrNil(in.ToolName), ToolCallID: models.TextOrNil(in.ToolCallID),
@@ -153,44 +149,9 @@ func (in *MessageInput) toRow(op, sessionID string) (*models.Message, error) {
 		s := models.MultimodalPrefix + string(b)
 		row.Content = &s
 	}
-	if err := checkTextPtr(op, "content", row.Content); err != nil {
+	// The rules every writer of a message obeys (rowcheck.go).
+	if _, err := checkMessageRow(op, row); err != nil {
 		return nil, err
-	}
-	for f, v := range map[string]*string{"tool_name": row.ToolName, "tool_call_id": row.ToolCallID, "finish_reason": row.FinishReason,
-		"reasoning": row.Reasoning, "reasoning_content": row.ReasoningContent, "platform_message_id": row.PlatformMessageID,
-		"api_content": row.APIContent, "display_kind": row.DisplayKind, "effect_disposition": row.EffectDisposition} {
-		if err := checkTextPtr(op, f, v); err != nil {
-			return nil, err
-		}
-	}
-	// Hermes parses a tool_calls string first; anything that is not JSON
-	// becomes an empty list (stored as NULL).
-	if len(row.ToolCalls) > 0 && !json.Valid(row.ToolCalls) {
-		row.ToolCalls = nil
-	}
-	if err := checkJSON(op, "tool_calls", row.ToolCalls); err != nil {
-		return nil, err
-	}
-	if len(row.DisplayMetadata) > 0 {
-		if err := checkJSON(op, "display_metadata", row.DisplayMetadata); err != nil {
-			return nil, err
-		}
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(row.DisplayMetadata, &obj) != nil {
-			return nil, errs.Errorf(errs.ErrInvalid, op, "display_metadata must be a JSON object")
-		}
-	}
-	// The JSONText columns keep text that is not JSON as it is (Hermes
-	// stores whatever string it was given); JSON text is re-encoded.
-	for f, v := range map[string][]byte{"reasoning_details": row.ReasoningDetails,
-		"codex_reasoning_items": row.CodexReasoningItems, "codex_message_items": row.CodexMessageItems} {
-		if json.Valid(v) {
-			if err := checkJSON(op, f, v); err != nil {
-				return nil, err
-			}
-		} else if err := checkText(op, f, string(v)); err != nil {
-			return nil, err
-		}
 	}
 	return row, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -74,13 +75,20 @@ const (
 	RouteToolLike    Route = "like_tool_role"
 	RouteStaleLike   Route = "like_scan_fts_stale"
 	RouteSyntaxError Route = "fts5_syntax_error"
+	// RouteRepaired: FTS5 refused Hermes' sanitized query (Hermes answers
+	// such a query with no hits); the word index was searched with
+	// fts.Repair's form of it instead (SearchResult.Searched).
+	RouteRepaired Route = "fts5_repaired"
 )
 
 // SearchResult is a search's hits plus how they were found.
 type SearchResult struct {
 	Sanitized string
-	Route     Route
-	Hits      []SearchHit
+	// Searched is the FTS5 query the word index was searched with when it
+	// is not Sanitized (RouteRepaired: fts.Repair of the query), else "".
+	Searched string
+	Route    Route
+	Hits     []SearchHit
 	// Plan is SQLite's EXPLAIN QUERY PLAN of the main statement (filled by
 	// Explain only).
 	Plan []string
@@ -111,10 +119,15 @@ type RebuildOptions struct {
 // Search finds messages by full-text query, with Hermes' sanitizer,
 // routing and result shape, and maintains the FTS indexes.
 type Search interface {
-	// Messages runs Hermes' search_messages. An empty query (or one that
-	// sanitizes to nothing) and an FTS syntax error give no hits and no
-	// error. It returns ErrInvalid for a negative limit or offset and
-	// ErrStorage / ErrCorrupt when the database fails.
+	// Messages runs Hermes' search_messages. An empty query gives no
+	// hits and no error. A query whose Hermes sanitization FTS5 refuses
+	// (Hermes answers it with no hits) is searched in fts.Repair's form
+	// (dotted terms, flags and paths as phrases of their tokens); one
+	// that holds nothing an index can search (only operators, punctuation
+	// or symbols) is ErrInvalid wrapping ErrUnsearchable, naming why:
+	// "no messages match" is said only of a search that ran. It returns
+	// ErrInvalid for a negative limit or offset and ErrStorage / ErrCorrupt
+	// when the database fails.
 	Messages(ctx context.Context, query string, opt SearchOptions) ([]SearchHit, error)
 	// Run is Messages returning the sanitized query and the route too.
 	Run(ctx context.Context, query string, opt SearchOptions) (SearchResult, error)
@@ -270,7 +283,7 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 	var raw bool
 	res.Sanitized, raw = rules.sanitize(query)
 	if res.Sanitized == "" {
-		return res, nil
+		return res, fts.NothingToSearch(op, query)
 	}
 	if n, ok := checkTermCount(res.Sanitized); !ok {
 		return res, errs.Errorf(errs.ErrInvalid, op, "the query has %d terms; at most %d are allowed: shorten it", n, MaxQueryTerms)
@@ -279,6 +292,16 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 		Since: opt.Since, Until: opt.Until}
 	if f.Sources == nil {
 		f.Sources = rules.defaultSources()
+	}
+	// A query with nothing an index can search is said to be one, not
+	// answered with "no hits" (Hermes answers []). The LIKE routes (a tool
+	// role filter; a stale index, checked below) search any text, and a
+	// tokenless query of 3 characters or more may be found by the trigram
+	// retry.
+	unsearchable := !raw && !fts.ContainsCJK(res.Sanitized) && !fts.HasTerm(res.Sanitized) &&
+		!(rules.trigramRetry() && ftsql.TrigramEligible(res.Sanitized)) && !(f.WantsTool() && rules.toolLike())
+	if unsearchable && r.db.Dialect == Postgres {
+		return res, fts.NothingToSearch(op, query)
 	}
 	if r.db.Dialect == Postgres {
 		return Read(ctx, r.db, op, func(tx *gorm.DB) (SearchResult, error) {
@@ -303,6 +326,9 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 	if err != nil {
 		return res, err
 	}
+	if unsearchable && !st.stale {
+		return res, fts.NothingToSearch(op, query)
+	}
 	if st.pending && isCJK {
 		r.catchUp(ctx, 5000)
 		// Appends queue their rows for the index in batches (cjkdefer.go):
@@ -315,7 +341,10 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 	out, err := Read(ctx, r.db, op, func(tx *gorm.DB) (SearchResult, error) {
 		res := res
 		var err error
-		res.Route, res.Hits, res.Plan, err = r.route(tx, rules, res.Sanitized, opt, f, st, explain)
+		res.Route, res.Hits, res.Plan, err = r.route(tx, rules, query, res.Sanitized, opt, f, st, explain)
+		if res.Route == RouteRepaired {
+			res.Searched = fts.Repair(query)
+		}
 		if err != nil {
 			if !isFTSErr(err) {
 				return res, err
@@ -323,9 +352,8 @@ func (r *searchRepo) run(ctx context.Context, query string, opt SearchOptions, e
 			if raw {
 				return res, errRawSyntax(err)
 			}
-			// The query's own syntax error: Hermes answers no hits.
-			res.Route, res.Hits = RouteSyntaxError, []SearchHit{}
-			return res, nil
+			// FTS5 refused even the repaired query: say so, never "no hits".
+			return res, errs.Wrap(errs.ErrInvalid, op, unwrapFTS(err), fmt.Sprintf("the query %q cannot be searched: FTS5 refused it (%s)", query, sqliteMessageOf(err)))
 		}
 		switch res.Route {
 		case RouteWord, RouteWordRetry, RouteTrigram:
@@ -511,7 +539,8 @@ func explainPostgres(tx *gorm.DB, q ftsql.Query) []string {
 
 // route follows Hermes' search_messages routing (schema v30), with the
 // CJK substring scan served by hermesstate's CJK index when present.
-func (r *searchRepo) route(tx *gorm.DB, rules searchRules, q string, opt SearchOptions, f ftsql.Filters, st searchState, explain bool) (Route, []SearchHit, []string, error) {
+// query is what the user typed, q its sanitized form.
+func (r *searchRepo) route(tx *gorm.DB, rules searchRules, query, q string, opt SearchOptions, f ftsql.Filters, st searchState, explain bool) (Route, []SearchHit, []string, error) {
 	rn := &runner{tx: tx, explain: explain}
 	limit, offset := opt.Limit, opt.Offset
 	like := func(route Route) (Route, []SearchHit, []string, error) {
@@ -563,8 +592,18 @@ func (r *searchRepo) route(tx *gorm.DB, rules searchRules, q string, opt SearchO
 			hits, err = rn.rows(ftsql.ContentLikeQuery(ftsql.StripQuotes(q), limit, offset, f))
 			return RouteCJKLike, hits, rn.plan, unwrapFTS(err)
 		}
+		if err != nil && !rules.raw() {
+			// FTS5 refused Hermes' sanitized query (Hermes answers it with
+			// no hits): search the repaired form of what was typed.
+			repaired := fts.Repair(query)
+			if repaired == "" {
+				return RouteRepaired, nil, rn.plan, fts.NothingToSearch("search.messages", query)
+			}
+			route, q = RouteRepaired, repaired
+			hits, err = rn.rows(ftsql.MatchContextQuery(ftsql.WordTable, q, opt.Sort, limit, offset, f))
+		}
 		if err != nil {
-			return RouteSyntaxError, []SearchHit{}, rn.plan, err
+			return route, []SearchHit{}, rn.plan, err
 		}
 	}
 	// Top up from rows a pending rebuild has not indexed yet.
@@ -603,12 +642,8 @@ func (r *searchRepo) route(tx *gorm.DB, rules searchRules, q string, opt SearchO
 // index table Hermes searches: the file cannot be searched as Hermes
 // would, and "no messages match" would be a wrong answer.
 func (r *searchRepo) errNoIndex(table string) error {
-	where := "the store"
-	if r.db.Path != "" {
-		where = r.db.Path
-	}
 	return errs.Errorf(errs.ErrUnsupported, "search.messages",
-		"%s has no full-text index (%s), so it cannot be searched; run `hermes-state fts rebuild` to build it", where, table)
+		"%s has no full-text index (%s), so it cannot be searched; run %s to build it", r.db.where(), table, sqlitex.Command(r.db.Path, "fts", "rebuild"))
 }
 
 func unwrapFTS(err error) error {

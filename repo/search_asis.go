@@ -32,6 +32,10 @@ func rulesOf(db *DB) searchRules {
 
 func (r searchRules) current() bool { return r.version == 0 }
 
+// raw reports whether the version had no sanitizer (v1): the query went
+// to FTS5 as typed, and FTS5's syntax errors were raised.
+func (r searchRules) raw() bool { return r.version == 1 }
+
 // sanitize is the version's query sanitizer; raw is true for v1, which had
 // none (the query goes to FTS5 as typed, and a syntax error is raised).
 func (r searchRules) sanitize(q string) (s string, raw bool) {

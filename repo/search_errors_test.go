@@ -201,7 +201,7 @@ func TestSearchUnsearchableFileSaysSo(t *testing.T) {
 			require.Errorf(t, err, "%q on a file without a word index (read-only %v) came back as %d hits and no error", q, readOnly, len(hits))
 			require.ErrorIs(t, err, hs.ErrUnsupported, q)
 			require.Contains(t, err.Error(), "messages_fts")
-			require.Contains(t, err.Error(), "hermes-state fts rebuild")
+			require.Contains(t, err.Error(), "`hermes-state --db "+path+" fts rebuild`", "the advice names the file (issue 28, item 9)")
 		}
 		require.NoError(t, st.Close())
 	}

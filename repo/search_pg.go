@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -9,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/hermesstate/hermesstate/fts"
+	"github.com/hermesstate/hermesstate/internal/errs"
 	"github.com/hermesstate/hermesstate/internal/ftsql"
 )
 
@@ -63,7 +65,7 @@ func pgTSQuery(q string) (string, bool) {
 	op := ""
 	for _, tok := range ftsql.LikeTokens(q) {
 		switch tok {
-		case "AND", "NEAR":
+		case "AND": // NEAR without "(" (sanitized queries have none) is a word to FTS5, so it is one here
 			if op == "" {
 				op = "&"
 			}
@@ -386,7 +388,8 @@ func (r *searchRepo) routePostgres(rn *runner, q string, opt SearchOptions, f ft
 	}
 	tsq, ok := pgTSQuery(q)
 	if !ok {
-		return RouteSyntaxError, []SearchHit{}, nil
+		// No word is left to search for: say so, never "no hits".
+		return RouteSyntaxError, nil, fts.NothingToSearch("search.messages", q)
 	}
 	hits, err := rn.rows(pgWordQuery(tsq, opt.Sort, limit, offset, f, pgRankCandidates(limit, offset)))
 	if err == nil && len(hits) < limit && isRankOrder(opt.Sort) {
@@ -395,7 +398,8 @@ func (r *searchRepo) routePostgres(rn *runner, q string, opt SearchOptions, f ft
 	}
 	if err != nil {
 		if isFTSErr(err) {
-			return RouteSyntaxError, []SearchHit{}, nil
+			return RouteSyntaxError, nil, errs.Wrap(errs.ErrInvalid, "search.messages", unwrapFTS(err),
+				fmt.Sprintf("the query %q cannot be searched: PostgreSQL refused its tsquery %q", q, tsq))
 		}
 		return RouteWord, nil, err
 	}

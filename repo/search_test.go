@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/fts"
 	"github.com/hermesstate/hermesstate/internal/fixturetest"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
@@ -87,15 +88,24 @@ func TestSearchInvalidAndEmpty(t *testing.T) {
 	st, _ := openSearchStore(t)
 	_, err := st.Search().Messages(ctx, "x", repo.SearchOptions{Limit: -1})
 	require.ErrorIs(t, err, hs.ErrInvalid)
-	for _, q := range []string{"", "   ", "AND", "((()", "*"} {
+	for _, q := range []string{"", "   "} {
 		hits, err := st.Search().Messages(ctx, q, repo.SearchOptions{})
 		require.NoError(t, err)
 		require.Empty(t, hits)
 	}
+	// Nothing to search is said, not answered with no hits (issue 28, item 6).
+	for _, q := range []string{"AND", "((()", "*"} {
+		_, err := st.Search().Messages(ctx, q, repo.SearchOptions{})
+		require.ErrorIs(t, err, hs.ErrUnsearchableQuery, q)
+		require.ErrorIs(t, err, hs.ErrInvalid, q)
+	}
 }
 
 // FuzzSearch: no input makes Search fail, except a query with more than
-// repo.MaxQueryTerms terms (ErrInvalid); every answer is a list.
+// repo.MaxQueryTerms terms (ErrInvalid) and one with nothing to search
+// (ErrUnsearchableQuery, only when its sanitized form holds no term);
+// every answer is a list. Every query FTS5 refuses in Hermes' sanitized
+// form is searched in its repaired form, which FTS5 must accept.
 func FuzzSearch(f *testing.F) {
 	ctx := context.Background()
 	st, _ := openSearchStore(f)
@@ -112,6 +122,12 @@ func FuzzSearch(f *testing.F) {
 		for _, opt := range []repo.SearchOptions{{}, {Roles: []string{"tool"}}, {Sort: "oldest", Sources: []string{"cli"}}} {
 			hits, err := st.Search().Messages(ctx, q, opt)
 			if err != nil && errors.Is(err, hs.ErrInvalid) && strings.Contains(err.Error(), "terms") {
+				continue
+			}
+			if errors.Is(err, hs.ErrUnsearchableQuery) {
+				if s := fts.Sanitize(q); fts.HasTerm(s) {
+					t.Fatalf("Search(%q): %v, but its sanitized form %q holds a term", q, err, s)
+				}
 				continue
 			}
 			if err != nil {

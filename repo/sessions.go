@@ -73,7 +73,8 @@ type Sessions interface {
 	// NULL model takes the report's model even without usage. Absolute
 	// reports set the totals (actual_cost_usd only when given); delta
 	// reports add, leaving a NULL token counter NULL as Hermes does.
-	// ErrInvalid for bad text.
+	// ErrInvalid for bad text, a negative count or a cost that is not a
+	// finite amount of at least 0.
 	UpdateTokenCounts(ctx context.Context, id string, u TokenUpdate) error
 	// List returns sessions newest first (started_at DESC), optionally of
 	// one source. Limit 0 means 20.
@@ -165,35 +166,20 @@ func (r *sessionRepo) Create(ctx context.Context, in SessionInput) (*models.Sess
 	if in.ID == "" {
 		in.ID = NewSessionID()
 	}
-	if err := checkID(op, in.ID); err != nil {
+	// The rules of every stored session (rowcheck.go), on the row this
+	// input describes.
+	probe := models.Session{ID: in.ID, Source: in.Source, Model: &in.Model, ModelConfig: models.JSONText(in.ModelConfig),
+		SystemPrompt: &in.SystemPrompt, UserID: &in.UserID, SessionKey: &in.SessionKey, ChatID: &in.ChatID,
+		ChatType: &in.ChatType, ThreadID: &in.ThreadID, Cwd: &in.Cwd, ProfileName: &in.ProfileName,
+		GitRepoRoot: &in.GitRepoRoot, DisplayName: &in.DisplayName, OriginJSON: models.JSONText(in.OriginJSON),
+		ParentSessionID: models.TextOrNil(in.ParentSessionID), StartedAt: in.StartedAt}
+	if _, err := checkSessionRow(op, &probe, models.Now()); err != nil {
 		return nil, err
 	}
-	if err := checkName(op, "source", in.Source); err != nil {
-		return nil, err
+	if in.ParentSessionID == in.ID {
+		return nil, errs.Errorf(errs.ErrInvalid, op, "a session cannot be its own parent")
 	}
-	for f, v := range map[string]string{"model": in.Model, "system_prompt": in.SystemPrompt, "user_id": in.UserID,
-		"session_key": in.SessionKey, "chat_id": in.ChatID, "chat_type": in.ChatType, "thread_id": in.ThreadID,
-		"cwd": in.Cwd, "profile_name": in.ProfileName, "git_repo_root": in.GitRepoRoot, "display_name": in.DisplayName} {
-		if err := checkText(op, f, v); err != nil {
-			return nil, err
-		}
-	}
-	for f, v := range map[string][]byte{"model_config": in.ModelConfig, "origin_json": in.OriginJSON} {
-		if err := checkJSON(op, f, v); err != nil {
-			return nil, err
-		}
-	}
-	if in.ParentSessionID != "" {
-		if err := checkID(op, in.ParentSessionID); err != nil {
-			return nil, err
-		}
-		if in.ParentSessionID == in.ID {
-			return nil, errs.Errorf(errs.ErrInvalid, op, "a session cannot be its own parent")
-		}
-	}
-	if !in.StartedAt.Sane() {
-		in.StartedAt = models.Now()
-	}
+	in.StartedAt = probe.StartedAt
 	var out *models.Session
 	err := r.db.Write(ctx, sqlitex.Transcript, op, func(tx *gorm.DB) error {
 		s, err := createSession(tx, in)

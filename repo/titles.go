@@ -340,27 +340,33 @@ func (r *titleRepo) NextInLineage(ctx context.Context, title string) (string, er
 	if err := checkText(op, "title", title); err != nil {
 		return "", err
 	}
+	return Read(ctx, r.db, op, func(tx *gorm.DB) (string, error) { return nextTitleIn(tx, r.db, title) })
+}
+
+// nextTitleIn is Hermes' get_next_title_in_lineage in tx: the base of
+// title (without its " #N") when no session holds it or a numbered form
+// of it, else the base numbered one past the highest number in use
+// ("X #2" after "X").
+func nextTitleIn(tx *gorm.DB, db *DB, title string) (string, error) {
 	base := title
 	if m := numberedTitleRE.FindStringSubmatch(title); m != nil {
 		base = m[1]
 	}
-	return Read(ctx, r.db, op, func(tx *gorm.DB) (string, error) {
-		var titles []string
-		if err := tx.Model(&models.Session{}).Where("title = ? OR title "+r.db.likeCI()+" ? ESCAPE '\\'", base, EscapeLike(base)+" #%").
-			Pluck("title", &titles).Error; err != nil {
-			return "", err
+	var titles []string
+	if err := tx.Model(&models.Session{}).Where("title = ? OR title "+db.likeCI()+" ? ESCAPE '\\'", base, EscapeLike(base)+" #%").
+		Pluck("title", &titles).Error; err != nil {
+		return "", err
+	}
+	if len(titles) == 0 {
+		return base, nil
+	}
+	max := 1
+	for _, t := range titles {
+		if _, n := SplitNumberedTitle(t); n > max {
+			max = n
 		}
-		if len(titles) == 0 {
-			return base, nil
-		}
-		max := 1
-		for _, t := range titles {
-			if _, n := SplitNumberedTitle(t); n > max {
-				max = n
-			}
-		}
-		return base + " #" + strconv.Itoa(max+1), nil
-	})
+	}
+	return base + " #" + strconv.Itoa(max+1), nil
 }
 
 func (r *titleRepo) Stored(ctx context.Context) ([]string, error) {

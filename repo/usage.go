@@ -59,6 +59,23 @@ func (r *sessionRepo) UpdateTokenCounts(ctx context.Context, id string, u TokenU
 			return err
 		}
 	}
+	// The value rules of a stored session (rowcheck.go): a report adds
+	// (or sets) counters and costs, none of which may go below zero.
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"input_tokens", u.InputTokens}, {"output_tokens", u.OutputTokens}, {"cache_read_tokens", u.CacheReadTokens},
+		{"cache_write_tokens", u.CacheWriteTokens}, {"reasoning_tokens", u.ReasoningTokens}, {"api_call_count", u.APICallCount}} {
+		if err := checkCount(op, f.name, f.v); err != nil {
+			return err
+		}
+	}
+	if err := checkCost(op, "estimated_cost_usd", u.EstimatedCostUSD); err != nil {
+		return err
+	}
+	if err := checkCost(op, "actual_cost_usd", u.ActualCostUSD); err != nil {
+		return err
+	}
 	return r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
 		return applyTokenUpdate(tx, id, u)
 	})

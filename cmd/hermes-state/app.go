@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/termtext"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -34,6 +35,10 @@ type app struct {
 	// serving is set by a command that serves until it is stopped (mcp):
 	// a signal ends it normally, and main keeps its exit status.
 	serving bool
+	// elsewhere is set by a command whose files are not --db's (copy,
+	// recover): its errors name their own file, and the CLI does not put
+	// --db's (or the default store's) path in front of them.
+	elsewhere bool
 }
 
 // config is the store configuration the global flags describe.
@@ -175,14 +180,25 @@ func (a *app) withSession(mode access, fn sessionRun) func(*cobra.Command, []str
 	})
 }
 
-// emit prints a command's result: v as JSON with --json, else what text
-// writes.
+// emit prints a command's result: v as JSON with --json (the stored
+// bytes kept, JSON-escaped), else what text writes, through a.text.
 func (a *app) emit(v any, text func(w io.Writer) error) error {
 	if a.jsonOut {
 		return a.printJSON(v)
 	}
-	return text(a.out)
+	w := a.text()
+	if err := text(w); err != nil {
+		return err
+	}
+	return w.Flush()
 }
+
+// text is the writer of every human-readable output (tables, reports,
+// Markdown): a.out through termtext, which neutralises terminal control
+// characters and bidi controls of stored text (stored content is hostile:
+// an escape sequence in a message must not recolour the terminal or set
+// its title). Flush it when done. JSON and JSONL go to a.out as they are.
+func (a *app) text() *termtext.Writer { return termtext.NewWriter(a.out) }
 
 // printJSON writes v as indented JSON.
 func (a *app) printJSON(v any) error {

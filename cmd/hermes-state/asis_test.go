@@ -239,8 +239,14 @@ func asIsChecks(t *testing.T, f *fixturetest.APIFixture, path string) []asIsChec
 				d = fmt.Sprintf("Hermes raised %v; we answered %s", want, fixturetest.Short(got))
 			}
 			out = append(out, asIsCheck{category: "search", what: what, diff: d})
-		case err != nil && errors.Is(err, hs.ErrInvalid) && c.Sanitized != nil && *c.Sanitized == "":
-			// Nothing to search: the CLI refuses it (exit 2), Hermes returned [].
+		case err == nil && fixturetest.JSONDiff("search", want, []any{}, false) == "" && fixturetest.HermesRefused(t, f.SchemaVersion, c.Query):
+			// FTS5 refused the query that Hermes version made of it, and it
+			// answered [] without searching; we search the repaired query
+			// (issue 28, item 6): hits there are the better answer.
+			out = append(out, asIsCheck{category: "search", what: what})
+		case errors.Is(err, hs.ErrUnsearchableQuery):
+			// Nothing to search: the CLI says so (exit 2); Hermes returned []
+			// (issue 28, item 6).
 			out = append(out, asIsCheck{category: "search", what: what, diff: fixturetest.JSONDiff("search", want, []any{}, false)})
 		default:
 			add("search", what, want, got, err, false)

@@ -31,7 +31,9 @@ started_at and by last activity, replay and export of the 200-message session) a
 appending into one file). With --db postgres://... --schema S the phases append, build, search,
 listing and conc run against that server: the store is the new schema S (ANALYZEd after the build),
 the append and conc phases use S_append and S_conc; the bench refuses schemas that already hold
-tables and drops the ones it made at the end (unless --keep). Raw-SQL baselines on the same engine are measured in the same processes.
+tables and drops the ones it made at the end (unless --keep). On SQLite every phase runs on a store it
+makes itself (under --workdir): a SQLite --db is refused, and --store must hold only the corpus's
+sessions (a store the build phase made), checked read-only before it is opened. Raw-SQL baselines on the same engine are measured in the same processes.
 --json OUT writes bench_hermes.py's JSON shape, so that
   python3 ../shared/bench/bench_compare.py HERMES.json OUT
 prints the side-by-side table. The full corpus: python3 bench_hermes.py --corpus-only --corpus FILE.`,
@@ -63,6 +65,10 @@ prints the side-by-side table. The full corpus: python3 bench_hermes.py --corpus
 				// --db postgres://... --schema S: the phases run against
 				// that server (schemas S, S_append, S_conc).
 				o.PGDSN, o.PGSchema = a.dbPath, a.schema
+			} else if a.dbPath != "" {
+				// The SQLite phases each make a store of their own: a
+				// --db file would be neither used nor protected.
+				return usagef(cmd, "bench makes its own SQLite stores (under --workdir) and never writes into --db %s; --db applies to a PostgreSQL server (postgres://...); for the search and listing phases over a store the build phase made, give --store FILE", a.dbPath)
 			}
 			o.Command = "hermes-state " + strings.Join(os.Args[1:], " ")
 			o.Commit = projectCommit()
@@ -87,8 +93,9 @@ prints the side-by-side table. The full corpus: python3 bench_hermes.py --corpus
 				}
 				fmt.Fprintf(a.errOut, "wrote %s\n", jsonOut)
 			}
-			printBench(a.out, doc)
-			return nil
+			w := a.text()
+			printBench(w, doc)
+			return w.Flush()
 		},
 	}
 	fl := c.Flags()

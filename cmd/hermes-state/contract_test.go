@@ -87,7 +87,7 @@ func TestCLIContract(t *testing.T) {
 		{name: "empty query", args: with("search", "  "), code: 2,
 			stderr: []string{"the query is empty"}},
 		{name: "operator-only query", args: with("search", "AND"), code: 2, oneLine: true,
-			stderr: []string{`nothing searched: "AND" holds no word to search for`}},
+			stderr: []string{`the query "AND" cannot be searched: it holds only search operators`}},
 		{name: "journal mode", args: with("--journal-mode", "fast", "sessions", "list"), code: 2, oneLine: true,
 			stderr: []string{`--journal-mode must be wal or delete, not "fast"`}, notErr: []string{"(invalid input)"}},
 		{name: "schema without postgres", args: with("--schema", "x", "sessions", "list"), code: 2, oneLine: true,

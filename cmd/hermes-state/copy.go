@@ -35,6 +35,7 @@ A target with rows is refused.`,
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			a.elsewhere = true // errors name --from or --to, never --db
 			if toSchema == "" {
 				toSchema = a.schema
 			}
@@ -77,14 +78,16 @@ A target with rows is refused.`,
 				return a.printJSON(map[string]any{"from": src.Location(), "to": dst.Location(), "rows": stats.Rows,
 					"total": stats.Total, "seconds": stats.Elapsed.Seconds()})
 			}
-			fmt.Fprintf(a.out, "copied %d rows from %s to %s in %s\n", stats.Total, src.Location(), dst.Location(), stats.Elapsed.Round(time.Millisecond))
+			w := a.text()
+			defer w.Flush()
+			fmt.Fprintf(w, "copied %d rows from %s to %s in %s\n", stats.Total, src.Location(), dst.Location(), stats.Elapsed.Round(time.Millisecond))
 			tables := make([]string, 0, len(stats.Rows))
 			for t := range stats.Rows {
 				tables = append(tables, t)
 			}
 			sort.Strings(tables)
 			for _, t := range tables {
-				fmt.Fprintf(a.out, "  %-26s %d\n", t, stats.Rows[t])
+				fmt.Fprintf(w, "  %-26s %d\n", t, stats.Rows[t])
 			}
 			return nil
 		},

@@ -38,7 +38,7 @@ func TestCLIDoctor(t *testing.T) {
 	require.Error(t, err)
 	require.NotEqual(t, 0, exitCode(err))
 	require.Contains(t, out, "counters")
-	require.Contains(t, out, "fix: hermes-state repair")
+	require.Contains(t, out, "fix: hermes-state --db "+db+" repair")
 
 	_, err = run(t, "--db", filepath.Join(t.TempDir(), "none.db"), "doctor")
 	require.Error(t, err)

@@ -131,7 +131,7 @@ func (a *app) errorText(err error) string {
 		return strings.TrimRight(ue.msg, "\n") + "\nSee '" + ue.command + " --help'."
 	}
 	s := errtext.FirstLine(err)
-	if storeFailure(err) && !strings.Contains(s, a.location()) {
+	if storeFailure(err) && !a.elsewhere && !strings.Contains(s, a.location()) {
 		s = a.location() + ": " + s
 	}
 	return s

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -99,7 +100,7 @@ is exactly what that SQLite produced.`,
 				return err
 			}
 			if bad > 0 {
-				return errors.New(plural(int64(bad), "index", "indexes") + " failed the integrity check; run `hermes-state fts rebuild`")
+				return errors.New(plural(int64(bad), "index", "indexes") + " failed the integrity check; run " + sqlitex.Command(a.dbPath, "fts", "rebuild"))
 			}
 			return nil
 		},

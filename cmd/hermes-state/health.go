@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
 )
 
@@ -61,8 +62,24 @@ lies (a full disk, a read-only mount, no permission) is reported as such
 	return c
 }
 
+// fixFor is a finding's fix as the command to run on the file at path:
+// "hermes-state repair" becomes "hermes-state --db PATH repair", and the
+// recover advice names the file ("--from PATH").
+func fixFor(fix, path string) string {
+	if path == "" {
+		return fix
+	}
+	q := sqlitex.ShellQuote(path)
+	fix = strings.ReplaceAll(fix, "<this file>", q)
+	if rest, ok := strings.CutPrefix(fix, "hermes-state "); ok && !strings.HasPrefix(rest, "recover ") && !strings.HasPrefix(rest, "--db ") {
+		fix = "hermes-state --db " + q + " " + rest
+	}
+	return fix
+}
+
 func printDoctor(a *app, r *hs.DoctorReport) {
-	w := a.out
+	w := a.text()
+	defer w.Flush()
 	fmt.Fprintf(w, "file            %s (%s, WAL %s)\n", r.Path, humanBytes(r.FileBytes), humanBytes(r.WALBytes))
 	bug := "no WAL-reset bug"
 	if r.WALResetBug {
@@ -94,7 +111,7 @@ func printDoctor(a *app, r *hs.DoctorReport) {
 		}
 		fmt.Fprintf(w, "%-7s %s%s: %s\n", strings.ToUpper(string(f.Severity)), f.Check, obj, f.Message)
 		if f.Fix != "" {
-			fmt.Fprintf(w, "        fix: %s\n", f.Fix)
+			fmt.Fprintf(w, "        fix: %s\n", fixFor(f.Fix, r.Path))
 		}
 	}
 	for _, f := range r.Findings {
@@ -102,10 +119,18 @@ func printDoctor(a *app, r *hs.DoctorReport) {
 			fmt.Fprintf(w, "NOTE    %s: %s\n", f.Check, f.Message)
 		}
 	}
-	if len(probs) == 0 {
-		fmt.Fprintf(w, "nothing wrong (checked in %s)\n", r.Elapsed)
-	} else {
+	for _, what := range r.Unchecked {
+		fmt.Fprintf(w, "NOTE    %s could not run: another process kept the file locked (busy, not damage)\n", what)
+	}
+	switch {
+	case len(probs) > 0:
 		fmt.Fprintf(w, "%d problem(s) (checked in %s)\n", len(probs), r.Elapsed)
+	case !r.Complete():
+		// "nothing wrong" only when every check ran.
+		fmt.Fprintf(w, "no problem found, but %d check(s) could not run: run `hermes-state --db %s doctor` again when the file is idle (checked in %s)\n",
+			len(r.Unchecked), r.Path, r.Elapsed)
+	default:
+		fmt.Fprintf(w, "nothing wrong (checked in %s)\n", r.Elapsed)
 	}
 }
 
@@ -155,22 +180,34 @@ exits 1 (with nothing to fix there, "nothing to repair").`,
 }
 
 func printRepair(a *app, rep *hs.RepairReport) {
+	w := a.text()
+	defer w.Flush()
 	verb := "done"
 	if rep.DryRun {
 		verb = "planned"
 	}
+	busy := rep.Before != nil && !rep.Before.Complete()
+	if busy {
+		for _, what := range rep.Before.Unchecked {
+			fmt.Fprintf(w, "NOTE     %s could not run: another process kept the file locked (busy, not damage)\n", what)
+		}
+	}
 	if len(rep.Actions) == 0 && len(rep.Unfixable) == 0 {
-		fmt.Fprintln(a.out, "nothing to repair")
+		if busy {
+			fmt.Fprintf(w, "nothing to repair in what could be checked; run `hermes-state --db %s repair` again when the file is idle\n", rep.Before.Path)
+		} else {
+			fmt.Fprintln(w, "nothing to repair")
+		}
 	}
 	for _, act := range rep.Actions {
 		rows := ""
 		if act.Rows > 0 {
 			rows = fmt.Sprintf(" (%d rows)", act.Rows)
 		}
-		fmt.Fprintf(a.out, "%-8s %-13s %s%s\n", verb, act.Step, act.Detail, rows)
+		fmt.Fprintf(w, "%-8s %-13s %s%s\n", verb, act.Step, act.Detail, rows)
 	}
 	for _, f := range rep.Unfixable {
-		fmt.Fprintf(a.out, "not fixed %s: %s\n          fix: %s\n", f.Check, f.Message, f.Fix)
+		fmt.Fprintf(w, "not fixed %s: %s\n          fix: %s\n", f.Check, f.Message, fixFor(f.Fix, rep.Before.Path))
 	}
 	if rep.After != nil {
 		if p := rep.After.Problems(); len(p) > 0 {
@@ -178,9 +215,11 @@ func printRepair(a *app, rep *hs.RepairReport) {
 			for _, f := range p {
 				s = append(s, f.Message)
 			}
-			fmt.Fprintf(a.out, "still wrong: %s\n", strings.Join(s, "; "))
+			fmt.Fprintf(w, "still wrong: %s\n", strings.Join(s, "; "))
+		} else if !rep.After.Complete() {
+			fmt.Fprintf(w, "doctor: no problem found, but %d check(s) could not run (the file was busy); run again when it is idle\n", len(rep.After.Unchecked))
 		} else {
-			fmt.Fprintln(a.out, "doctor: nothing wrong")
+			fmt.Fprintln(w, "doctor: nothing wrong")
 		}
 	}
 }
@@ -203,6 +242,7 @@ NEW removed) when anything was lost.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			a.elsewhere = true // errors name --from or --to, never --db
 			if err := a.checkFlags(); err != nil {
 				return err
 			}
@@ -230,7 +270,8 @@ NEW removed) when anything was lost.`,
 }
 
 func printRecover(a *app, rep *hs.RecoverReport, kept bool) {
-	w := a.out
+	w := a.text()
+	defer w.Flush()
 	if rep.HeaderRebuilt {
 		fmt.Fprintln(w, "the damaged header was rebuilt on a private copy")
 	}

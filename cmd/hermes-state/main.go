@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/termtext"
 )
 
 // newRoot builds the command tree: every command, in the order of the
@@ -93,7 +94,7 @@ func execute(ctx context.Context, a *app, args []string) int {
 		if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 			msg = "interrupted; nothing more was done"
 		}
-		fmt.Fprintln(a.errOut, "hermes-state: "+msg)
+		fmt.Fprintln(a.errOut, "hermes-state: "+termtext.Clean(msg))
 	}
 	a.close()
 	return exitCode(err)

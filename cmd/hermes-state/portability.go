@@ -14,6 +14,7 @@ import (
 	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
+	"github.com/hermesstate/hermesstate/internal/termtext"
 	"github.com/hermesstate/hermesstate/repo"
 )
 
@@ -53,7 +54,13 @@ func exportCmd(a *app) *cobra.Command {
 			case "jsonl", "json":
 				_, err = st.Portability().WriteJSONL(cmd.Context(), w, f, ids, p)
 			default:
-				_, err = st.Portability().WriteMarkdown(cmd.Context(), w, f, ids, p)
+				// Markdown is for people (a terminal, a viewer): control
+				// characters and bidi controls of stored text are
+				// neutralised (termtext); JSONL keeps the bytes.
+				tw := termtext.NewWriter(w)
+				if _, err = st.Portability().WriteMarkdown(cmd.Context(), tw, f, ids, p); err == nil {
+					err = tw.Flush()
+				}
 			}
 			if err == nil && out != nil {
 				err = out.commit()
@@ -90,8 +97,12 @@ func importCmd(a *app) *cobra.Command {
 		Long: `Import a JSONL export, one session per line, in ascending message id order
 (an export lists the newest session first; imported in that order the new
 file would grow by a third). Sessions whose id exists are skipped. A line
-the API would refuse is named with its number and reason and imports
-nothing; every other line is imported, and the command exits 2.`,
+the API would refuse is named with its number, session id and reason and
+imports nothing; every other line is imported, and the command exits 2.
+What the import changes to store what the API would (a title another
+session holds gets Hermes' numbered form "X #2"; a parent that is missing,
+the session itself or closes a loop is left out; tool_calls that are not
+JSON become NULL) is printed line by line and counted in the summary.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			in, closeIn, err := importInput(args[0])
@@ -121,6 +132,22 @@ nothing; every other line is imported, and the command exits 2.`,
 					return err
 				}
 				if perr := a.emit(res, func(w io.Writer) error {
+					// Line by line: what was changed to store what the
+					// API would, and what was refused.
+					for _, c := range res.Changes {
+						if _, err := fmt.Fprintf(w, "line %d (session %s): changed: %s\n", c.Line, c.Session, c.Change); err != nil {
+							return err
+						}
+					}
+					for _, r := range res.Refused {
+						if _, err := fmt.Fprintf(w, "refused: %s\n", r.Reason); err != nil {
+							return err
+						}
+					}
+					changed := ""
+					if n := res.ChangedSessions(); n > 0 {
+						changed = fmt.Sprintf(", changed %s (%s above)", plural(n, "session", ""), plural(int64(len(res.Changes)), "change", ""))
+					}
 					adjusted := ""
 					if res.Adjusted > 0 {
 						adjusted = fmt.Sprintf(", %s set to what the API stores (out-of-range timestamps, titles)", plural(res.Adjusted, "value", ""))
@@ -129,8 +156,8 @@ nothing; every other line is imported, and the command exits 2.`,
 					if len(res.Refused) > 0 {
 						refused = fmt.Sprintf(", refused %s", plural(int64(len(res.Refused)), "line", ""))
 					}
-					_, err := fmt.Fprintf(w, "imported %s (%s), skipped %d existing, detached %d%s%s\n",
-						plural(int64(res.Sessions), "session", ""), plural(int64(res.Messages), "message", ""), res.Skipped, res.Detached, adjusted, refused)
+					_, err := fmt.Fprintf(w, "imported %s (%s), skipped %d existing%s, detached %d%s%s\n",
+						plural(int64(res.Sessions), "session", ""), plural(int64(res.Messages), "message", ""), res.Skipped, changed, res.Detached, adjusted, refused)
 					return err
 				}); perr != nil {
 					return perr
@@ -223,6 +250,9 @@ const outTempPrefix = ".hermes-state-out-"
 // newOutFile starts a new output file at path; an existing path is a
 // conflict (said as backup says it).
 func newOutFile(path string) (*outFile, error) {
+	if err := sqlitex.CheckRegular("export", path); err != nil {
+		return nil, err
+	}
 	if _, err := os.Lstat(path); err == nil {
 		return nil, failf(hs.ErrConflict, "%s already exists; choose a new file", path)
 	}

@@ -88,7 +88,7 @@ func TestCLIFailedImportIntoNewFileKeepsGoodSessions(t *testing.T) {
 	db := filepath.Join(dir, "state.db")
 	stdout, stderr, code := runCLI(t, "--db", db, "import", in)
 	require.Equal(t, 2, code, stderr)
-	require.Contains(t, stderr, "line 2: message 1: observed must be 0 or 1, not 9")
+	require.Contains(t, stderr, "line 2 (session bad): message 1: observed must be 0 or 1, not 9")
 	require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %s", stderr)
 	require.Contains(t, stdout, "imported 1 session (1 message)")
 	out, err := run(t, "--db", db, "sessions", "list")

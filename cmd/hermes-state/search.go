@@ -66,9 +66,6 @@ by time). -v or --explain also print, on stderr, the route the search took
 					fmt.Fprintf(a.errOut, "  plan: %s\n", p)
 				}
 			}
-			if res.Route == repo.RouteEmpty {
-				return invalidf("nothing searched: %q holds no word to search for once search operators and punctuation (AND, OR, NOT, quotes, parentheses, *, ...) are set aside", q)
-			}
 			return a.emit(res.Hits, func(w io.Writer) error { return printHits(w, q, res.Hits) })
 		}),
 	}

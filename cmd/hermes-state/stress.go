@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/internal/safefile"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -36,10 +38,13 @@ const stressStoreEnv = "HERMES_STATE_STRESS_DSN"
 
 // StressReport is the JSON the stress command prints.
 type StressReport struct {
-	DB             string `json:"db"`
-	Procs          int    `json:"procs"`
-	AppendsPerProc int    `json:"appends_per_proc"`
-	BusyTimeoutMS  int64  `json:"busy_timeout_ms"`
+	DB string `json:"db"`
+	// Temporary: DB is the store stress made for this run (no --db was
+	// given), removed when the run ends.
+	Temporary      bool  `json:"temporary"`
+	Procs          int   `json:"procs"`
+	AppendsPerProc int   `json:"appends_per_proc"`
+	BusyTimeoutMS  int64 `json:"busy_timeout_ms"`
 	// Acknowledged: appends whose Append call returned nil.
 	Acknowledged int `json:"acknowledged"`
 	// Found: acknowledged messages present in the file (at least once).
@@ -142,6 +147,9 @@ var stressContentRE = regexp.MustCompile(`^stress (\S+) w(\d+) #(\d+):`)
 type stressOpts struct {
 	procs, appends, readEvery int
 	busy                      time.Duration
+	// others lets stress write into a store that holds sessions it did
+	// not create (--beside-others).
+	others bool
 }
 
 func stressCmd(a *app) *cobra.Command {
@@ -149,7 +157,12 @@ func stressCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stress",
 		Short: "Hammer --db from several OS processes and check that no acknowledged write is lost",
-		Long: `stress starts --procs worker processes (this binary, re-executed) that each append
+		Long: `Without --db, stress makes its own temporary store and removes it at the end; it never
+writes into the default store ($HERMES_HOME/state.db). Given --db, it refuses a store that holds
+sessions it did not create (source other than "stress") unless --beside-others is given: it then
+adds its own sessions beside the others' and checks only its own.
+
+stress starts --procs worker processes (this binary, re-executed) that each append
 --appends messages, one transaction each, alternating between a session of their own and one
 session all workers share, and search for their own last acknowledged message in between
 (read your writes). It then checks the file: every
@@ -176,7 +189,11 @@ It exits non-zero when a message was lost or duplicated, a counter is wrong, or 
 					return err
 				}
 			} else {
-				printStress(a.out, rep)
+				w := a.text()
+				printStress(w, rep)
+				if err := w.Flush(); err != nil {
+					return err
+				}
 			}
 			if rep.Lost > 0 || rep.Duplicates > 0 || rep.ErrorsTotal > 0 || !rep.CountersConsistent || len(rep.WorkerFailures) > 0 || rep.SearchMisses > 0 {
 				return fmt.Errorf("stress: %d lost, %d duplicates, %d errors, %d search misses, counters consistent: %v, %d worker failures",
@@ -189,10 +206,16 @@ It exits non-zero when a message was lost or duplicated, a counter is wrong, or 
 	cmd.Flags().IntVar(&o.appends, "appends", 1000, "messages each worker appends (one transaction each)")
 	cmd.Flags().DurationVar(&o.busy, "busy-timeout", hs.DefaultBusyTimeout, "SQLite busy timeout of each worker's writer connection (the store retries beyond it)")
 	cmd.Flags().IntVar(&o.readEvery, "search-every", 10, "after every N appends, search for the worker's last acknowledged message; 0 disables")
+	cmd.Flags().BoolVar(&o.others, "beside-others", false, "write into the --db store even though it holds sessions stress did not create (a store other programs use)")
 	return cmd
 }
 
 func printStress(w io.Writer, r *StressReport) {
+	if r.Temporary {
+		fmt.Fprintf(w, "store: %s (made for this run, removed at its end; give --db to keep one)\n", r.DB)
+	} else {
+		fmt.Fprintf(w, "store: %s\n", r.DB)
+	}
 	fmt.Fprintf(w, "%d procs x %d appends (busy timeout %d ms) in %.2fs: %.0f appends/s\n", r.Procs, r.AppendsPerProc, r.BusyTimeoutMS, r.ElapsedS, r.ThroughputPerS)
 	fmt.Fprintf(w, "acknowledged %d, found %d, lost %d, duplicates %d, unacknowledged found %d, errors %d %v\n",
 		r.Acknowledged, r.Found, r.Lost, r.Duplicates, r.UnacknowledgedFound, r.ErrorsTotal, r.Errors)
@@ -219,18 +242,19 @@ type stressKey struct{ w, seq int }
 // stressRun is one run of the stress command: its options, the store the
 // workers share, what they reported.
 type stressRun struct {
-	o        stressOpts
-	cfg      hs.Config
-	id       string   // the run id written into every message
-	shared   string   // the session every worker appends to
-	where    []string // the store flags the workers get
-	env      []string // the workers' environment
-	workers  []*stressWorker
-	sessions map[string]bool // every session written to
-	acked    map[stressKey]bool
-	lat      []int64 // append latencies, ns
-	rlat     []int64 // search latencies, ns
-	rep      *StressReport
+	o         stressOpts
+	cfg       hs.Config
+	temporary bool     // cfg.Path is a store of this run's own
+	id        string   // the run id written into every message
+	shared    string   // the session every worker appends to
+	where     []string // the store flags the workers get
+	env       []string // the workers' environment
+	workers   []*stressWorker
+	sessions  map[string]bool // every session written to
+	acked     map[stressKey]bool
+	lat       []int64 // append latencies, ns
+	rlat      []int64 // search latencies, ns
+	rep       *StressReport
 }
 
 // runStress runs the workers against the store --db names, in steps:
@@ -240,6 +264,19 @@ func runStress(ctx context.Context, a *app, o stressOpts) (*StressReport, error)
 	r := &stressRun{o: o, cfg: a.config(), id: strconv.FormatInt(time.Now().UnixNano(), 36),
 		acked: map[stressKey]bool{}}
 	r.cfg.BusyTimeout = o.busy
+	if a.dbPath == "" {
+		// No --db: a store of its own, never the default store.
+		dir, err := stressTempDir()
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		r.cfg.Path, r.temporary = filepath.Join(dir, "state.db"), true
+	} else if !o.others {
+		if err := refuseOthers(ctx, r.cfg); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -289,9 +326,54 @@ func (r *stressRun) prepare(ctx context.Context) error {
 		path, r.where = st.Location(), []string{"--schema", st.Schema()}
 		r.env = append(r.env, stressStoreEnv+"="+r.cfg.DSN)
 	}
-	r.rep = &StressReport{DB: path, Procs: r.o.procs, AppendsPerProc: r.o.appends, BusyTimeoutMS: r.o.busy.Milliseconds(),
+	r.rep = &StressReport{DB: path, Temporary: r.temporary, Procs: r.o.procs, AppendsPerProc: r.o.appends, BusyTimeoutMS: r.o.busy.Milliseconds(),
 		Errors: map[string]int{}, ReadErrors: map[string]int{}}
 	return st.Close()
+}
+
+// stressTempPrefix starts the name of the directory of stress's own store.
+const stressTempPrefix = "hermes-state-stress-"
+
+// stressTempDir makes the private directory (0700, in the system temp
+// directory) of the store stress makes when no --db is given; those that
+// stress processes killed before removing theirs left are removed.
+func stressTempDir() (string, error) {
+	safefile.RemoveStale(os.TempDir(), stressTempPrefix)
+	dir, err := os.MkdirTemp("", safefile.TempName(stressTempPrefix)+"-")
+	if err != nil {
+		return "", fileError("stress: cannot make its temporary store in", os.TempDir(), err)
+	}
+	return dir, nil
+}
+
+// refuseOthers refuses a store that holds sessions stress did not create
+// (a source other than "stress"): stress appends thousands of test
+// messages, which do not belong in a store people or agents use. The
+// store is looked at read-only (nothing is adopted or written); one that
+// does not exist yet passes.
+func refuseOthers(ctx context.Context, cfg hs.Config) error {
+	cfg.ReadOnly = true
+	st, err := hs.Open(ctx, cfg)
+	if errors.Is(err, hs.ErrNoStore) {
+		return nil // a new store: stress creates it
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	all, err := st.Sessions().Count(ctx, "")
+	if err != nil {
+		return err
+	}
+	own, err := st.Sessions().Count(ctx, "stress")
+	if err != nil {
+		return err
+	}
+	if others := all - own; others > 0 {
+		return failf(hs.ErrConflict, "%s holds %s that stress did not create: stress writes thousands of test messages and does not write into a store in use; leave --db out (stress then makes its own temporary store), give --db a new file, or add --beside-others to write beside them",
+			st.Location(), plural(others, "session", ""))
+	}
+	return nil
 }
 
 // start starts the worker processes (this executable, re-executed).

@@ -41,6 +41,29 @@ var (
 // and ErrNotFound; the message says "no store at PATH".
 var ErrNoStore = errors.New("no store")
 
+// ErrNotRegular is not a kind but the cause of the ErrInvalid error
+// returned for a path that exists and is not a regular file (a directory,
+// a device, a FIFO, a socket) where a store or a file of hermesstate
+// (backup, recovered store, export) would be opened or written: it is
+// refused before SQLite sees the path, so nothing is written to it or
+// beside it. errors.Is matches both it and ErrInvalid.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrUnsearchable is not a kind but the cause of the ErrInvalid error of
+// a search whose query holds nothing an index can search (only operators,
+// punctuation or symbols): "no messages match" would claim a search that
+// did not run. errors.Is matches both it and ErrInvalid.
+var ErrUnsearchable = errors.New("the query cannot be searched")
+
+// NotRegular is the error for path, which exists and is a what ("a
+// directory", "a block device", ...), not a regular file (see
+// ErrNotRegular): kind ErrInvalid, the message names the path and what it
+// is, and says that nothing was written.
+func NotRegular(op, path, what string) *Error {
+	return &Error{Kind: ErrInvalid, Op: op, Err: ErrNotRegular,
+		Msg: path + " is " + what + ", not a regular file: a store (and every file hermes-state writes) is a regular file; nothing was written to it or beside it"}
+}
+
 // NoStore is the error for a path that holds no store (see ErrNoStore):
 // kind ErrNotFound, "no store at WHERE" followed by why when given, and
 // cause (if any) kept in the chain.

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -123,6 +124,10 @@ func Explain(err error, path string) string {
 	case codeReadOnly, codeCantOpen, codeIOErr, codePerm:
 	default:
 		return cause
+	}
+	if c == codeReadOnlyRollback {
+		// The advice names the command for this file.
+		cause = strings.Replace(cause, "`hermes-state repair`", Command(path, "repair"), 1)
 	}
 	place := Place(path)
 	switch {

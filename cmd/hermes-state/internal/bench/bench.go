@@ -44,7 +44,9 @@ type Options struct {
 	// store the build phase made, or Store.
 	Phases []string
 	// Store is an existing store built from the same corpus for search
-	// and listing (the build phase is then not needed).
+	// and listing (the build phase is then not needed). A store holding a
+	// session the corpus does not have is refused (ErrConflict) before it
+	// is opened for writing.
 	Store string
 	// Runs repeats the phases (default 1); Reps and Warmup time each
 	// search/listing call (default 30 and 3).
@@ -377,6 +379,11 @@ func Run(ctx context.Context, o Options) (*Doc, error) {
 	corpus, cst, err := o.corpus(base)
 	if err != nil {
 		return nil, err
+	}
+	if o.Store != "" && !o.want("build") && o.PGDSN == "" {
+		if err := checkOwnStore(ctx, o.Store, corpus); err != nil {
+			return nil, err
+		}
 	}
 	sets, err := corpusMeta(corpus)
 	if err != nil {

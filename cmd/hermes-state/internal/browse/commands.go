@@ -17,6 +17,7 @@ import (
 
 	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/internal/safefile"
+	"github.com/hermesstate/hermesstate/internal/termtext"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -326,7 +327,12 @@ func writeExport(ctx context.Context, st *hs.Store, tmp, id, format string) erro
 	if format == "jsonl" {
 		n, err = p.WriteJSONL(ctx, f, repo.ExportFilter{}, []string{id}, nil)
 	} else {
-		n, err = p.WriteMarkdown(ctx, f, repo.ExportFilter{}, []string{id}, nil)
+		// Markdown for people, as the CLI writes it: control characters
+		// and bidi controls neutralised (termtext); JSONL keeps the bytes.
+		tw := termtext.NewWriter(f)
+		if n, err = p.WriteMarkdown(ctx, tw, repo.ExportFilter{}, []string{id}, nil); err == nil {
+			err = tw.Flush()
+		}
 	}
 	if err == nil && n != 1 {
 		err = fmt.Errorf("session %s was not exported", id)
@@ -343,6 +349,9 @@ func writeExport(ctx context.Context, st *hs.Store, tmp, id, format string) erro
 // sameContent reports whether files a and b hold the same bytes (false
 // when either cannot be read).
 func sameContent(a, b string) bool {
+	if st, err := os.Stat(b); err != nil || !st.Mode().IsRegular() {
+		return false // never opened: a FIFO would block the open
+	}
 	fa, err := os.Open(a)
 	if err != nil {
 		return false

@@ -10,6 +10,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/hermesstate/hermesstate/internal/termtext"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -44,9 +45,10 @@ func roleStyle(role string) lipgloss.Style {
 }
 
 // clean makes stored text safe to print: control characters (escape
-// sequences a message could carry, carriage returns, NUL) are replaced, tabs
-// become spaces, invalid UTF-8 is replaced. Newlines are kept when
-// keepNewlines, else folded to spaces.
+// sequences a message could carry, NUL) and bidi controls are replaced as
+// every terminal surface replaces them (termtext.Neutralised), carriage
+// returns dropped, tabs become spaces, invalid UTF-8 is replaced. Newlines
+// are kept when keepNewlines, else folded to spaces.
 func clean(s string, keepNewlines bool) string {
 	var b strings.Builder
 	b.Grow(len(s))
@@ -65,8 +67,8 @@ func clean(s string, keepNewlines bool) string {
 		case r == '\t':
 			b.WriteString("    ")
 		case r == '\r':
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			b.WriteRune('\uFFFD')
+		case termtext.Neutralised(r):
+			b.WriteRune(termtext.Replacement)
 		default:
 			b.WriteRune(r)
 		}

@@ -137,11 +137,12 @@ func (s *server) addReadTools(srv *mcp.Server) {
 			"Call again with offset = next_offset until next_offset is absent. A single message larger than max_bytes comes cut, with truncated = true.",
 		Annotations: ro,
 	}, map[string]prop{
-		"session_id":        str(1, 256),
-		"offset":            intRange(0, 100000000, 0),
-		"limit":             intRange(1, MaxConversationLimit, DefaultConversationLimit),
-		"max_bytes":         intRange(MinConversationBytes, MaxConversationBytes, DefaultConversationBytes),
-		"around":            intRange(1, 1<<53, 1),
+		"session_id": str(1, 256),
+		"offset":     intRange(0, 100000000, 0),
+		"limit":      intRange(1, MaxConversationLimit, DefaultConversationLimit),
+		"max_bytes":  intRange(MinConversationBytes, MaxConversationBytes, DefaultConversationBytes),
+		"around":     intBounds(1, 1<<53), // no default: absent means no anchor
+
 		"window":            intRange(0, MaxAroundWindow, DefaultAroundWindow),
 		"tool_output_chars": intRange(0, MaxConversationBytes, DefaultToolOutputChars),
 	}, s.conversation)
@@ -154,7 +155,7 @@ func (s *server) addReadTools(srv *mcp.Server) {
 		Annotations: ro,
 	}, map[string]prop{
 		"session_id": str(1, 256),
-		"index":      intRange(0, 100000000, 0),
+		"index":      intBounds(0, 100000000), // required: no default
 		"offset":     intRange(0, math.MaxInt32, 0),
 		"max_bytes":  intRange(MinConversationBytes, MaxConversationBytes, DefaultConversationBytes),
 	}, s.message)

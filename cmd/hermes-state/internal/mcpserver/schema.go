@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -25,6 +26,9 @@ func inputSchema[T any](props map[string]prop) *jsonschema.Schema {
 			panic(fmt.Sprintf("mcpserver: schema of %T has no property %q", *new(T), name))
 		}
 		p.apply(ps)
+		if p.def != nil && slices.Contains(s.Required, name) {
+			panic(fmt.Sprintf("mcpserver: schema of %T: property %q is required and has a default", *new(T), name))
+		}
 	}
 	return s
 }
@@ -53,10 +57,21 @@ func (p prop) apply(s *jsonschema.Schema) {
 	}
 }
 
-// intRange is an integer property between lo and hi with default def.
+// intRange is an integer property between lo and hi with default def:
+// the value the tool uses when the argument is absent, which a client
+// that fills in defaults sends instead (both must mean the same).
 func intRange(lo, hi, def int) prop {
+	p := intBounds(lo, hi)
+	p.def = def
+	return p
+}
+
+// intBounds is an integer property between lo and hi without a default:
+// a required one, or one whose absence means something no value means
+// (get_conversation's around: no anchor).
+func intBounds(lo, hi int) prop {
 	l, h := float64(lo), float64(hi)
-	return prop{min: &l, max: &h, def: def}
+	return prop{min: &l, max: &h}
 }
 
 // strList is a list of at most n strings of at most m bytes each.
