@@ -280,20 +280,6 @@ func TestServeFixturesAsTheyAre(t *testing.T) {
 	}
 }
 
-// python3 returns python3's path: the live-file test writes as Hermes does,
-// through Python's sqlite3. Without it the test skips (fails under CI).
-func python3(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("python3 is missing: the live-file test writes through Python's sqlite3 as Hermes does")
-		}
-		t.Skip("python3 is not installed: the live-file test writes through Python's sqlite3 as Hermes does")
-	}
-	return p
-}
-
 // hermesWrite runs Hermes-style statements on path through python3's
 // sqlite3 (WAL, as Hermes opens its file), one transaction.
 func hermesWrite(t *testing.T, path, sid, text string) {
