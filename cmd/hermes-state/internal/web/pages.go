@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/hermesstate/hermesstate/cmd/hermes-state/internal/present"
+	"github.com/hermesstate/hermesstate/fts"
 	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
@@ -275,15 +277,16 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	}
 	if text != "" {
 		res, err := s.opt.Store.Search().Run(ctx, text, f.Search(lim+1, offset))
-		if err != nil {
+		unsearchable := errors.Is(err, fts.ErrNothingToSearch)
+		if err != nil && !unsearchable {
 			s.failErr(w, r, err)
 			return
 		}
 		p.Route = string(res.Route)
-		switch res.Route {
-		case repo.RouteEmpty:
+		switch {
+		case unsearchable, res.Route == repo.RouteEmpty:
 			p.NotRun = fmt.Sprintf("Nothing searched: %q holds no word to search for once search operators and punctuation (AND, OR, NOT, quotes, parentheses, *, ...) are set aside.", text)
-		case repo.RouteSyntaxError:
+		case res.Route == repo.RouteSyntaxError:
 			p.NotRun = fmt.Sprintf("Nothing searched: the full-text index refused %q as a query (unbalanced quotes or operators?).", text)
 		default:
 			p.Ran = true
