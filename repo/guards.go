@@ -16,9 +16,9 @@ import (
 // destructive transcript mutation (rewind, user rewrites):
 // _check_transcript_write_guards with reject_active_turn_lease and
 // reject_active_compression_lock. The lock and lease rows themselves are
-// written by the agent runtime (out of scope here); a mutation only honours
-// a live one and reclaims an expired one. Hermes also reclaims a lease whose
-// holder is a dead local process; hermesstate relies on the TTL alone.
+// written by TurnLeases and CompressionLocks (leases.go); a mutation honours
+// a live one and reclaims an expired one or one whose holder is a dead local
+// process (LocalHolderDead), as Hermes' _stale_holder does.
 
 // isExplicitForkChild reports whether s is a branch, delegate or tool child
 // of its parent (with includeReset also a reset child): markers count only
@@ -100,7 +100,7 @@ func mutationGuards(tx *gorm.DB, op, sid string) error {
 		return err
 	}
 	if len(locks) > 0 {
-		if locks[0].ExpiresAt > now {
+		if locks[0].ExpiresAt > now && !LocalHolderDead(locks[0].Holder) {
 			return errs.Errorf(errs.ErrConflict, op, "session %q is being compressed by another writer", sid)
 		}
 		if err := tx.Exec("DELETE FROM compression_locks WHERE session_id = ? AND holder = ?", sid, locks[0].Holder).Error; err != nil {
@@ -119,7 +119,7 @@ func mutationGuards(tx *gorm.DB, op, sid string) error {
 		return err
 	}
 	if len(leases) > 0 {
-		if leases[0].ExpiresAt > now {
+		if leases[0].ExpiresAt > now && !LocalHolderDead(leases[0].Holder) {
 			return errs.Errorf(errs.ErrConflict, op, "session %q has an active turn (lease held by %s)", sid, strings.TrimSpace(leases[0].Holder))
 		}
 		if err := tx.Exec("DELETE FROM session_turn_leases WHERE conversation_id = ? AND holder = ?", key, leases[0].Holder).Error; err != nil {

@@ -1,0 +1,22 @@
+package hermesstate
+
+import "github.com/hermesstate/hermesstate/repo"
+
+// The repositories of Hermes' coordination tables and the remaining
+// SessionDB operations (issue 30; docs/hermes-coordination.md).
+
+// TurnLeases returns the session_turn_leases repository (which process
+// answers in a conversation).
+func (s *Store) TurnLeases() repo.TurnLeases { return repo.NewTurnLeases(s.db) }
+
+// CompressionLocks returns the compression_locks repository (who summarises
+// a session).
+func (s *Store) CompressionLocks() repo.CompressionLocks { return repo.NewCompressionLocks(s.db) }
+
+// Heartbeats returns the gateway_heartbeats repository (which gateway
+// backends are alive).
+func (s *Store) Heartbeats() repo.Heartbeats { return repo.NewHeartbeats(s.db) }
+
+// Handoffs returns the handoff repository (moving a conversation between
+// platforms: request, claim, complete, fail, reclaim).
+func (s *Store) Handoffs() repo.Handoffs { return repo.NewHandoffs(s.db) }
