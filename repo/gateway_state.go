@@ -167,6 +167,14 @@ func (r *handoffRepo) Claim(ctx context.Context, sid string) (bool, error) {
 	if err := checkID(op, sid); err != nil {
 		return false, err
 	}
+	// A handoff that is not pending is answered from a read on the primary,
+	// without the write lock (contending watchers would otherwise queue
+	// behind the winner); a pending one is claimed by one UPDATE.
+	var state []*string
+	if err := r.db.R.WithContext(ctx).Raw("SELECT handoff_state FROM sessions WHERE id = ?", sid).Scan(&state).Error; err == nil &&
+		(len(state) == 0 || state[0] == nil || *state[0] != HandoffPending) {
+		return false, nil
+	}
 	var n int64
 	err := r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
 		res := tx.Exec("UPDATE sessions SET handoff_state = 'running' WHERE id = ? AND handoff_state = 'pending'", sid)

@@ -101,6 +101,26 @@ func claimLease(tx *gorm.DB, t leaseTable, key, holder string, now, expires floa
 	return ok && row.Holder == holder, err
 }
 
+// heldByOther reads, outside any write transaction and on the primary (never
+// a replica), whether another holder has a live row under key: a contender
+// that would lose is answered without taking the write lock, which keeps N
+// waiting contenders from queueing behind the holder's release. The answer
+// is the one the claim would give at the time of the read; a free or stale
+// row goes on to the claim transaction.
+func heldByOther(ctx context.Context, db *DB, t leaseTable, sid, holder string, now float64, dead func(string) bool) bool {
+	tx := db.R.WithContext(ctx)
+	key := sid
+	if t == turnLeaseTable {
+		k, err := turnLeaseKey(tx, sid)
+		if err != nil {
+			return false
+		}
+		key = k
+	}
+	row, ok, err := readLease(tx, t, key)
+	return err == nil && ok && row.Holder != holder && t.live(row.ExpiresAt, now) && !dead(row.Holder)
+}
+
 // leaseArgs validates the common arguments and returns now and the expiry.
 func leaseArgs(op, sid, holder string, opt LeaseOptions, minTTL time.Duration) (now, expires float64, dead func(string) bool, err error) {
 	if err := checkID(op, sid); err != nil {
@@ -179,6 +199,9 @@ func (r *turnLeaseRepo) TryAcquire(ctx context.Context, sid, holder string, opt 
 	now, expires, dead, err := leaseArgs(op, sid, holder, opt, 100*time.Millisecond)
 	if err != nil {
 		return false, err
+	}
+	if heldByOther(ctx, r.db, turnLeaseTable, sid, holder, now, dead) {
+		return false, nil
 	}
 	var got bool
 	err = r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
@@ -322,6 +345,9 @@ func (r *lockRepo) TryAcquire(ctx context.Context, sid, holder string, opt Lease
 	now, expires, dead, err := leaseArgs(op, sid, holder, opt, 0)
 	if err != nil {
 		return false, err
+	}
+	if heldByOther(ctx, r.db, lockTable, sid, holder, now, dead) {
+		return false, nil
 	}
 	var got bool
 	err = r.db.Write(ctx, sqlitex.Routine, op, func(tx *gorm.DB) error {
