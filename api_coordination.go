@@ -20,3 +20,7 @@ func (s *Store) Heartbeats() repo.Heartbeats { return repo.NewHeartbeats(s.db) }
 // Handoffs returns the handoff repository (moving a conversation between
 // platforms: request, claim, complete, fail, reclaim).
 func (s *Store) Handoffs() repo.Handoffs { return repo.NewHandoffs(s.db) }
+
+// Compressor returns the compressor's repository (rotation, recovery,
+// failure cooldown, anti-thrash counters).
+func (s *Store) Compressor() repo.Compressor { return repo.NewCompressor(s.db) }

@@ -365,9 +365,13 @@ func endedByCompression(tx *gorm.DB, sid string) (exists, compressed bool, err e
 // timestamps that keep increasing (a row without a valid timestamp gets
 // the running clock, which then moves past every row by a microsecond).
 func freshRows(op, sid string, msgs []MessageInput) ([]*models.Message, int64, error) {
+	return freshRowsAt(op, sid, msgs, float64(models.Now()))
+}
+
+// freshRowsAt is freshRows with the running clock starting at now.
+func freshRowsAt(op, sid string, msgs []MessageInput, now float64) ([]*models.Message, int64, error) {
 	rows := make([]*models.Message, len(msgs))
 	var tools int64
-	now := float64(models.Now())
 	for i := range msgs {
 		m := msgs[i]
 		if m.Role != "assistant" {
