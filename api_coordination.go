@@ -24,3 +24,11 @@ func (s *Store) Handoffs() repo.Handoffs { return repo.NewHandoffs(s.db) }
 // Compressor returns the compressor's repository (rotation, recovery,
 // failure cooldown, anti-thrash counters).
 func (s *Store) Compressor() repo.Compressor { return repo.NewCompressor(s.db) }
+
+// Peers returns the gateway's per-chat state repository (hygiene streaks,
+// input owner, routing peers, orphaned sessions, profile rename/delete).
+func (s *Store) Peers() repo.Peers { return repo.NewPeers(s.db) }
+
+// Routes returns the runtime-route repository (runtime lock, YOLO flag,
+// billing route).
+func (s *Store) Routes() repo.Routes { return repo.NewRoutes(s.db) }
