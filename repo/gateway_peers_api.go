@@ -17,10 +17,10 @@ import (
 // UserID, ChatID, ChatType and ThreadID too (nil = NULL); DisplayName,
 // OriginJSON and TransportProfile only when not nil.
 type PeerRecord struct {
-	Source, SessionKey                  string
-	UserID, ChatID, ChatType, ThreadID  *string
-	DisplayName, TransportProfile       *string
-	OriginJSON                          models.JSON
+	Source, SessionKey                 string
+	UserID, ChatID, ChatType, ThreadID *string
+	DisplayName, TransportProfile      *string
+	OriginJSON                         models.JSON
 	// IncludeCompressionAncestors writes the identity on the session's
 	// compression ancestors too (an explicit resume moving a lineage's tip
 	// to another lane).
