@@ -32,3 +32,7 @@ func (s *Store) Peers() repo.Peers { return repo.NewPeers(s.db) }
 // Routes returns the runtime-route repository (runtime lock, YOLO flag,
 // billing route).
 func (s *Store) Routes() repo.Routes { return repo.NewRoutes(s.db) }
+
+// Delegations returns the async_delegations repository (background
+// delegations and the delivery of their results).
+func (s *Store) Delegations() repo.Delegations { return repo.NewDelegations(s.db) }
