@@ -36,3 +36,11 @@ func (s *Store) Routes() repo.Routes { return repo.NewRoutes(s.db) }
 // Delegations returns the async_delegations repository (background
 // delegations and the delivery of their results).
 func (s *Store) Delegations() repo.Delegations { return repo.NewDelegations(s.db) }
+
+// Annotations returns the message-annotation repository (reactions, tool
+// retry outcomes).
+func (s *Store) Annotations() repo.Annotations { return repo.NewAnnotations(s.db) }
+
+// Views returns the read views (anchored view, ancestor display prefix,
+// pull-request mentions, skill-scaffolded sessions, project message clocks).
+func (s *Store) Views() repo.Views { return repo.NewViews(s.db) }
