@@ -44,3 +44,11 @@ func (s *Store) Annotations() repo.Annotations { return repo.NewAnnotations(s.db
 // Views returns the read views (anchored view, ancestor display prefix,
 // pull-request mentions, skill-scaffolded sessions, project message clocks).
 func (s *Store) Views() repo.Views { return repo.NewViews(s.db) }
+
+// Housekeeping returns Hermes' housekeeping (orphan sweep, stale archive,
+// ghost sessions, expired leases, one-off repairs, FTS optimize).
+func (s *Store) Housekeeping() repo.Housekeeping { return repo.NewHousekeeping(s.db) }
+
+// Inventory returns the classification reads (sessions per source, prune
+// counts, Kanban ownership, declared scope).
+func (s *Store) Inventory() repo.Inventory { return repo.NewInventory(s.db) }
