@@ -1,6 +1,10 @@
 package hermesstate
 
-import "github.com/hermesstate/hermesstate/repo"
+import (
+	"context"
+
+	"github.com/hermesstate/hermesstate/repo"
+)
 
 // The repositories of Hermes' coordination tables and the remaining
 // SessionDB operations (issue 30; docs/hermes-coordination.md).
@@ -52,3 +56,16 @@ func (s *Store) Housekeeping() repo.Housekeeping { return repo.NewHousekeeping(s
 // Inventory returns the classification reads (sessions per source, prune
 // counts, Kanban ownership, declared scope).
 func (s *Store) Inventory() repo.Inventory { return repo.NewInventory(s.db) }
+
+// TokenQueue returns the store's asynchronous token accounting (Hermes'
+// queue_token_counts / flush_token_counts); the store's Close flushes it.
+func (s *Store) TokenQueue() repo.TokenQueue {
+	s.tokensOnce.Do(func() { s.tokens = repo.NewTokenQueue(s.db) })
+	return s.tokens
+}
+
+// closeTokenQueue flushes queued token counts before the store closes;
+// the queue then applies synchronously (and fails with ErrClosed).
+func (s *Store) closeTokenQueue() {
+	_ = s.TokenQueue().Close(context.Background())
+}

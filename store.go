@@ -46,6 +46,9 @@ type Store struct {
 	searchOnce sync.Once
 	search     repo.Search
 
+	tokensOnce sync.Once
+	tokens     repo.TokenQueue
+
 	closeOnce sync.Once
 	closeErr  error
 	ckptMu    sync.Mutex
@@ -710,6 +713,7 @@ func (s *Store) Close() error {
 			return
 		}
 		s.stopAutoMaintenance()
+		s.closeTokenQueue()
 		s.db.MarkClosed()
 		if !s.cfg.ReadOnly {
 			_ = s.db.FlushDeferredIndexing(context.Background())
