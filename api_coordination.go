@@ -69,3 +69,7 @@ func (s *Store) TokenQueue() repo.TokenQueue {
 func (s *Store) closeTokenQueue() {
 	_ = s.TokenQueue().Close(context.Background())
 }
+
+// TelegramTopics returns Telegram DM topic mode (its tables are created when
+// a chat opts in).
+func (s *Store) TelegramTopics() repo.TelegramTopics { return repo.NewTelegramTopics(s.db) }
