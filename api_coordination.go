@@ -73,3 +73,7 @@ func (s *Store) closeTokenQueue() {
 // TelegramTopics returns Telegram DM topic mode (its tables are created when
 // a chat opts in).
 func (s *Store) TelegramTopics() repo.TelegramTopics { return repo.NewTelegramTopics(s.db) }
+
+// ProfileRepair returns crossed-profile repair (`hermes sessions
+// repair-profiles`'s store operations).
+func (s *Store) ProfileRepair() repo.ProfileRepair { return repo.NewProfileRepair(s.db) }
