@@ -112,4 +112,3 @@ func TestProfileRepair(t *testing.T) {
 		require.False(t, ok)
 	})
 }
-
