@@ -67,6 +67,12 @@ type Titles interface {
 	NextInLineage(ctx context.Context, title string) (string, error)
 	// Stored returns every non-NULL title, sorted.
 	Stored(ctx context.Context) ([]string, error)
+	// SetSource overwrites the provenance of a session's title without
+	// touching the text (a title carried across a compression rotation keeps
+	// the original's authority: Hermes' set_session_title_source) and
+	// reports whether a titled session changed. ErrInvalid for a source
+	// other than derived, llm or user.
+	SetSource(ctx context.Context, id, source string) (bool, error)
 }
 
 type titleRepo struct{ db *DB }
