@@ -612,6 +612,7 @@ func (c *checker) run() {
 	c.parentLoops()
 	c.activity()
 	c.versions()
+	c.coordination()
 	c.collapseUnadopted()
 	c.repairMarkers()
 	c.newerSchema()

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	hs "github.com/hermesstate/hermesstate"
+	"github.com/hermesstate/hermesstate/doctor"
 	"github.com/hermesstate/hermesstate/internal/sqlitex"
 	"github.com/hermesstate/hermesstate/migrations"
 )
@@ -115,8 +116,11 @@ func printDoctor(a *app, r *hs.DoctorReport) {
 		}
 	}
 	for _, f := range r.Findings {
-		if f.Severity == hs.SeverityInfo && f.Check == "place" {
+		if f.Severity == hs.SeverityInfo && (f.Check == "place" || f.Check == doctor.CheckCoordination) {
 			fmt.Fprintf(w, "NOTE    %s: %s\n", f.Check, f.Message)
+			if f.Fix != "" {
+				fmt.Fprintf(w, "        clear: %s\n", f.Fix)
+			}
 		}
 	}
 	for _, what := range r.Unchecked {
@@ -305,17 +309,35 @@ func printRecover(a *app, rep *hs.RecoverReport, kept bool) {
 
 func maintainCmd(a *app) *cobra.Command {
 	var opt hs.MaintenanceOptions
+	var hk housekeepFlags
 	c := &cobra.Command{
 		Use:   "maintain",
-		Short: "Back up (VACUUM INTO, rotated), prune old ended sessions, VACUUM when over 25% free, checkpoint",
+		Short: "Back up (VACUUM INTO, rotated), prune old ended sessions, VACUUM when over 25% free, checkpoint; and Hermes' housekeeping steps when asked",
 		Args:  cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
 			if opt.RetentionDays < 0 || opt.RetentionDays > maxDays {
 				return usagef(cmd, "--prune-days must be at least 0 (no prune) and at most %d (got %d)", maxDays, opt.RetentionDays)
 			}
+			if err := hk.check(cmd); err != nil {
+				return err
+			}
 			return atLeast(cmd, "keep", opt.BackupKeep, 0)
 		},
 		RunE: a.withStore(writes, func(cmd *cobra.Command, st *hs.Store, _ []string) error {
+			out := maintainView{}
+			hopt := hk.options()
+			if hopt != nil {
+				rep, err := st.Housekeep(cmd.Context(), *hopt)
+				out.Housekeeping = rep
+				if err != nil {
+					_ = a.emit(out, func(w io.Writer) error { printHousekeep(w, hopt, rep); return nil })
+					return err
+				}
+				// PostgreSQL has no file maintenance: the housekeeping is all.
+				if st.Driver() == hs.DriverPostgres && opt.RetentionDays == 0 && !opt.Vacuum && opt.BackupDir == "" {
+					return a.emit(out, func(w io.Writer) error { printHousekeep(w, hopt, rep); return nil })
+				}
+			}
 			p, done := a.stepProgress()
 			opt.Progress = p
 			rep, err := st.Maintain(cmd.Context(), opt)
@@ -323,7 +345,13 @@ func maintainCmd(a *app) *cobra.Command {
 			if rep == nil {
 				return err
 			}
-			if perr := a.emit(rep, func(w io.Writer) error { return printMaintain(w, opt, rep) }); perr != nil {
+			out.MaintenanceReport = rep
+			if perr := a.emit(out, func(w io.Writer) error {
+				if hopt != nil {
+					printHousekeep(w, hopt, out.Housekeeping)
+				}
+				return printMaintain(w, opt, rep)
+			}); perr != nil {
 				return perr
 			}
 			return err
@@ -333,7 +361,15 @@ func maintainCmd(a *app) *cobra.Command {
 	c.Flags().BoolVar(&opt.Vacuum, "vacuum", false, "VACUUM when more than 25% of the pages are free")
 	c.Flags().StringVar(&opt.BackupDir, "backup-dir", "", "write a VACUUM INTO snapshot into this directory first")
 	c.Flags().IntVar(&opt.BackupKeep, "keep", 7, "snapshots to keep in --backup-dir")
+	hk.declare(c)
 	return c
+}
+
+// maintainView is what `maintain --json` prints: the maintenance report,
+// with the housekeeping report when steps were asked.
+type maintainView struct {
+	*hs.MaintenanceReport
+	Housekeeping *hs.HousekeepReport `json:"housekeeping,omitempty"`
 }
 
 // printMaintain writes a line per step maintain took.

@@ -29,6 +29,7 @@ func sessionsCmd(a *app) *cobra.Command {
 		sessionsReadCmd(a),
 		sessionsRewindCmd(a),
 		sessionsResumeCmd(a),
+		sessionsLeasesCmd(a),
 	)
 	return c
 }
@@ -124,15 +125,23 @@ func sessionsShowCmd(a *app) *cobra.Command {
 					return printConversation(w, conv)
 				})
 			}
-			return a.emit(s, func(w io.Writer) error { return printSession(w, s) })
+			v, err := coordinationOf(cmd.Context(), st, s)
+			if err != nil {
+				return err
+			}
+			return a.emit(v, func(w io.Writer) error {
+				return printSession(w, s, field{"turn lease", coordinationLease(v)}, field{"compression", leaseLine(v.CompressionLock)},
+					field{"handoff", handoffLine(s)})
+			})
 		}),
 	}
 	c.Flags().BoolVar(&conversation, "conversation", false, "print the OpenAI conversation format Hermes replays (tool calls included)")
 	return c
 }
 
-// printSession writes a session's fields that have a value.
-func printSession(w io.Writer, s *models.Session) error {
+// printSession writes a session's fields that have a value (extra ones
+// last).
+func printSession(w io.Writer, s *models.Session, extra ...field) error {
 	ended := "open"
 	if s.EndedAt != nil {
 		ended = localTime(*s.EndedAt)
@@ -140,13 +149,13 @@ func printSession(w io.Writer, s *models.Session) error {
 			ended += " (" + r + ")"
 		}
 	}
-	return printFields(w, []field{
+	return printFields(w, append([]field{
 		{"id", s.ID}, {"source", s.Source}, {"title", ptr.Deref(s.Title)}, {"model", ptr.Deref(s.Model)},
 		{"started", localTime(s.StartedAt)}, {"ended", ended},
 		{"parent", ptr.Deref(s.ParentSessionID)}, {"messages", fmt.Sprint(s.MessageCount)},
 		{"tool calls", fmt.Sprint(s.ToolCallCount)},
 		{"tokens in/out", fmt.Sprintf("%d / %d", s.InputTokens, s.OutputTokens)},
-	})
+	}, extra...))
 }
 
 // printConversation writes a replay, a line per item, tool calls and tool

@@ -2,10 +2,12 @@ package mcpserver
 
 import (
 	"context"
+	"time"
 	"unicode/utf8"
 
 	"github.com/hermesstate/hermesstate/internal/ptr"
 	"github.com/hermesstate/hermesstate/models"
+	"github.com/hermesstate/hermesstate/repo"
 )
 
 // maxDescendants caps the descendants get_session lists (a session can have
@@ -46,6 +48,31 @@ type SessionInfo struct {
 	Hidden            bool     `json:"hidden"`
 	SystemPromptChars int      `json:"system_prompt_chars" jsonschema:"Length of the system prompt in characters (0 when none)."`
 	SystemPrompt      string   `json:"system_prompt,omitempty" jsonschema:"With include_system_prompt: the prompt, cut at 16 KiB."`
+	// Handoff, TurnLease and CompressionLock are Hermes' coordination rows
+	// of the session (read only).
+	Handoff         *HandoffInfo `json:"handoff,omitempty" jsonschema:"The session's move to another platform, when one was requested."`
+	TurnLease       *LeaseInfo   `json:"turn_lease,omitempty" jsonschema:"Which process answers in this conversation (keyed by its compression root)."`
+	CompressionLock *LeaseInfo   `json:"compression_lock,omitempty" jsonschema:"Which process is summarising this session."`
+}
+
+// HandoffInfo is a session's handoff record.
+type HandoffInfo struct {
+	State    string `json:"state" jsonschema:"pending, running, completed or failed."`
+	Platform string `json:"platform,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// LeaseInfo is a turn lease or compression lock row.
+type LeaseInfo struct {
+	Holder     string  `json:"holder"`
+	AcquiredAt float64 `json:"acquired_at" jsonschema:"Epoch seconds."`
+	ExpiresAt  float64 `json:"expires_at" jsonschema:"Epoch seconds."`
+	Live       bool    `json:"live" jsonschema:"False when the row has expired (the next claimer takes it over)."`
+	Key        string  `json:"key,omitempty" jsonschema:"For a turn lease: the conversation it is keyed by."`
+}
+
+func leaseInfo(l repo.Lease) *LeaseInfo {
+	return &LeaseInfo{Holder: l.Holder, AcquiredAt: float64(l.AcquiredAt), ExpiresAt: float64(l.ExpiresAt), Live: l.Live, Key: l.Key}
 }
 
 // Lineage is where a session sits among its relatives.
@@ -117,6 +144,20 @@ func (s *server) session(ctx context.Context, in SessionInput) (SessionOutput, e
 		ToolCallCount: r.ToolCallCount, ParentSessionID: ptr.Deref(r.ParentSessionID), UserID: ptr.Deref(r.UserID),
 		ChatType: ptr.Deref(r.ChatType), DisplayName: ptr.Deref(r.DisplayName), Cwd: ptr.Deref(r.Cwd), GitBranch: ptr.Deref(r.GitBranch),
 		GitRepoRoot: ptr.Deref(r.GitRepoRoot), Archived: r.Archived != 0, Pinned: r.Pinned != 0, Hidden: r.Hidden != 0}}
+	if st := ptr.Deref(r.HandoffState); st != "" {
+		out.Session.Handoff = &HandoffInfo{State: st, Platform: ptr.Deref(r.HandoffPlatform), Error: ptr.Deref(r.HandoffError)}
+	}
+	now := time.Now()
+	if l, ok, err := s.st.TurnLeases().Get(ctx, id, now); err != nil {
+		return SessionOutput{}, err
+	} else if ok {
+		out.Session.TurnLease = leaseInfo(l)
+	}
+	if l, ok, err := s.st.CompressionLocks().Get(ctx, id, now); err != nil {
+		return SessionOutput{}, err
+	} else if ok {
+		out.Session.CompressionLock = leaseInfo(l)
+	}
 	if p := ptr.Deref(r.SystemPrompt); p != "" {
 		out.Session.SystemPromptChars = utf8.RuneCountInString(p)
 		if in.IncludeSystemPrompt {
