@@ -20,8 +20,9 @@ import (
 
 // identityMessages are messages of every shape: the issue's example,
 // quotes and backslashes, control characters, multimodal parts, tool
-// calls and results, NULL and empty content. A Hermes compaction handoff
-// carrier and a character Unicode 15.0 added (which Python 3.11 and 3.12
+// calls and results, NULL and empty content, standalone compaction
+// summaries. A Hermes compaction handoff carrying a live turn (after the
+// summary's end marker, or merged into a preserved message) and a character Unicode 15.0 added (which Python 3.11 and 3.12
 // write differently in repr()) get no identity: Hermes fills those.
 func identityMessages() (with, without []repo.MessageInput) {
 	calls := models.JSON(`[{"id": "call_1", "type": "function", "function": {"name": "terminal", "arguments": "{\"cmd\": \"ls -l 'a b'\"}"}}]`)
@@ -34,13 +35,24 @@ func identityMessages() (with, without []repo.MessageInput) {
 		{Role: "tool", Content: strp("total 0"), ToolCallID: "call_1", ToolName: "terminal", Timestamp: 1767000005.0000001},
 		{Role: "assistant", Content: strp(""), Timestamp: 1767000006.0},
 		{Role: "system", Content: strp("You are Hermes."), Timestamp: 1767000007.0},
+		// Standalone compaction summaries (issue 30 item 5: the row
+		// archive_and_compact inserts): Hermes hashes their stored content.
+		{Role: "user", Content: strp(standaloneSummary), CompressedSummary: true, Timestamp: 1767000010.0},
+		{Role: "user", Content: strp("[CONTEXT SUMMARY]: the legacy prefix"), CompressedSummary: true, Timestamp: 1767000011.0},
+		{Role: "assistant", Content: strp(standaloneSummary), CompressedSummary: true, Timestamp: 1767000012.0},
+		{Role: "user", Content: strp("a summary without a prefix"), CompressedSummary: true, Timestamp: 1767000013.0},
 	}
 	without = []repo.MessageInput{
 		{Role: "user", Content: strp("[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted ... --- END OF CONTEXT SUMMARY — respond to the message below ---\nand now?"), Timestamp: 1767000008.0},
 		{Role: "user", Content: strp("a light blue heart \U0001fa75"), Timestamp: 1767000009.0},
+		{Role: "user", Content: strp("[PRIOR CONTEXT — for reference only; not a new message]\nearlier ask\n\n[END OF PRIOR CONTEXT — COMPACTION SUMMARY BELOW]\n\n" + standaloneSummary), CompressedSummary: true, Timestamp: 1767000014.0},
 	}
 	return with, without
 }
+
+// standaloneSummary is a summary row as Hermes' compressor writes it: the
+// prefix, the body and the end marker, nothing after.
+const standaloneSummary = "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted into the summary below.\n## Historical Task Snapshot\nUser asked: 'x'\n\n--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---"
 
 // hermesIdentities computes, with python3, Hermes v30's display identity
 // (sha256 of repr((role, content, timestamp, tool_call_id, tool_calls,
@@ -262,8 +274,9 @@ func rowsOf(t *testing.T, path, sid, name string, nWith int) struct {
 }
 
 // filterActive splits the rows of a compacted session: every row holds
-// Hermes' identity except the compacted copies of the two messages that get
-// none (the carrier and the Unicode 15.0 character), found by content.
+// Hermes' identity except the compacted copies of the three messages that
+// get none (the two carriers of a live turn and the Unicode 15.0
+// character), found by content.
 func filterActive(t *testing.T, path, sid string, _ int64) (want, none []int64) {
 	t.Helper()
 	db := fixturetest.Raw(t, path)
@@ -275,13 +288,13 @@ func filterActive(t *testing.T, path, sid string, _ int64) (want, none []int64) 
 		var id int64
 		var c string
 		require.NoError(t, rows.Scan(&id, &c))
-		if strings.Contains(c, "CONTEXT COMPACTION") || strings.Contains(c, "\U0001fa75") {
+		if strings.Contains(c, "and now?") || strings.Contains(c, "[PRIOR CONTEXT") || strings.Contains(c, "\U0001fa75") {
 			none = append(none, id)
 		} else {
 			want = append(want, id)
 		}
 	}
 	require.NoError(t, rows.Err())
-	require.Len(t, none, 2)
+	require.Len(t, none, 3)
 	return want, none
 }

@@ -3,6 +3,7 @@ package models
 import (
 	"crypto/sha256"
 	"strings"
+	"unicode"
 
 	"github.com/hermesstate/hermesstate/internal/pyrepr"
 )
@@ -15,6 +16,19 @@ import (
 // content.
 var carrierMarkers = []string{"[CONTEXT COMPACTION", "[CONTEXT SUMMARY]", "[PRIOR CONTEXT", "COMPACTION SUMMARY BELOW]", "END OF CONTEXT SUMMARY"}
 
+// summaryPrefixes begin a standalone compaction summary (Hermes'
+// SUMMARY_PREFIX and its historical versions, LEGACY_SUMMARY_PREFIX);
+// mergedMarkers are the delimiters of a summary merged into a preserved
+// message (_MERGED_PRIOR_CONTEXT_HEADER, _MERGED_SUMMARY_DELIMITER);
+// summaryEnd is the start of _SUMMARY_END_MARKER, after which a summary
+// merged in front of a live user turn carries that turn.
+var (
+	summaryPrefixes = []string{"[CONTEXT COMPACTION", "[CONTEXT SUMMARY]:"}
+	mergedMarkers   = []string{"[PRIOR CONTEXT", "COMPACTION SUMMARY BELOW]"}
+)
+
+const summaryEnd = "--- END OF CONTEXT SUMMARY"
+
 // DisplayIdentity returns what Hermes v30 stores in messages.display_identity
 // for the row m as it is stored: the SHA-256 of Python's repr() of the tuple
 // (role, content, timestamp, tool_call_id, tool_calls, tool_name), the
@@ -24,16 +38,26 @@ var carrierMarkers = []string{"[CONTEXT COMPACTION", "[CONTEXT SUMMARY]", "[PRIO
 // the repr). For append_message(id, "user", "héllo 世界 🚀",
 // timestamp=1767000000.0) that is f924c2ed...7b98ff3.
 //
+// A compaction summary row is hashed like any other row: Hermes hashes the
+// stored content of a user row unless split_user_originated_turn finds
+// both a handoff and a live user turn in it, and a standalone summary (the
+// row archive_and_compact and compression rotation insert: a summary
+// prefix, the summary, the end marker and nothing after it) carries no
+// live turn; an assistant row is never split.
+//
 // It returns nil (the column stays NULL; Hermes fills it on its next
 // display read of the session, and the display triggers order the row by
 // its id meanwhile) where the bytes could differ from Hermes' own: a user
-// row that may be a compaction handoff carrier (a summary row, or text
-// holding one of Hermes' handoff markers), text whose repr() depends on the
+// row whose text may carry a live turn inside a handoff (a summary merged
+// into a preserved message, text after a summary's end marker, a handoff
+// marker elsewhere in the text or in multimodal parts: Hermes hashes the
+// live part, cut by rules of agent/context_compressor.py that hermesstate
+// does not repeat), text whose repr() depends on the
 // Python version that runs Hermes (pyrepr.Str: characters Unicode 15.0
 // added, or unassigned ones), tool_calls that are not valid JSON, or text
 // that is not valid UTF-8.
 func DisplayIdentity(m *Message) []byte {
-	if m.Role == "user" && (m.CompressedSummary != 0 || (m.Content != nil && hasCarrierMarker(*m.Content))) {
+	if m.Role == "user" && m.Content != nil && mayCarryLiveTurn(*m.Content) {
 		return nil
 	}
 	text := func(s *string) (string, bool) {
@@ -65,9 +89,37 @@ func DisplayIdentity(m *Message) []byte {
 	return sum[:]
 }
 
-func hasCarrierMarker(s string) bool {
-	for _, mk := range carrierMarkers {
-		if strings.Contains(s, mk) {
+// mayCarryLiveTurn reports whether the stored text s of a user row may be
+// a handoff carrying a live user turn, whose identity Hermes computes from
+// the live part: any text holding a handoff marker except a standalone
+// summary with nothing after its end marker.
+func mayCarryLiveTurn(s string) bool {
+	if !hasAny(s, carrierMarkers) {
+		return false
+	}
+	if strings.HasPrefix(s, MultimodalPrefix) || hasAny(s, mergedMarkers) {
+		return true
+	}
+	t := strings.TrimLeftFunc(s, unicode.IsSpace)
+	standalone := false
+	for _, p := range summaryPrefixes {
+		standalone = standalone || strings.HasPrefix(t, p)
+	}
+	if !standalone {
+		return true
+	}
+	i := strings.Index(t, summaryEnd)
+	if i < 0 {
+		return false
+	}
+	rest := t[i:]
+	nl := strings.IndexByte(rest, '\n')
+	return nl >= 0 && strings.TrimSpace(rest[nl:]) != ""
+}
+
+func hasAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
 			return true
 		}
 	}

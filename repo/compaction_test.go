@@ -107,6 +107,10 @@ func TestContractArchiveAndCompact(t *testing.T) {
 		require.Equal(t, "pm-1", fixturetest.Deref(live[3].PlatformMessageID), "clones keep every column")
 		require.Equal(t, "late wire", fixturetest.Deref(live[3].APIContent))
 		require.EqualValues(t, 1, live[0].CompressedSummary)
+		// The summary row holds the display_identity Hermes writes for it
+		// (its stored content: a standalone summary carries no live turn).
+		require.NotNil(t, live[0].DisplayIdentity, "issue 30 item 5")
+		require.Equal(t, models.DisplayIdentity(&live[0]), live[0].DisplayIdentity)
 		s, err := st.Sessions().Get(ctx, "s")
 		require.NoError(t, err)
 		require.EqualValues(t, 5, s.MessageCount)

@@ -131,8 +131,10 @@ type Portability interface {
 	// lineage id belongs to as one logical session -- the newest segment's
 	// dict with "segments" (each segment's Session export, root first),
 	// "lineage_session_ids", every segment's messages in order and their
-	// total as message_count (export_lineage.go). ErrNotFound when the
-	// session does not exist.
+	// total as message_count (export_lineage.go). A missing session is
+	// ErrNotFound, where Hermes returns None: the Go call keeps the error
+	// every call that asks for one row returns (the CLI exits 1 on it);
+	// errors.Is(err, ErrNotFound) is Hermes' None.
 	Lineage(ctx context.Context, id string) (*ExportedLineage, error)
 }
 

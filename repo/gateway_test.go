@@ -40,7 +40,7 @@ func TestGatewayExportFixtures(t *testing.T) {
 			}
 			for _, e := range f.ExtrasOf("export_session_lineage") {
 				if string(e.Result) == "null" {
-					continue
+					continue // the fixture's notes: the method is absent from that version
 				}
 				got, err := st.Portability().Lineage(ctx, e.Args[0].(string))
 				require.NoError(t, err)
@@ -248,6 +248,8 @@ func TestContractExportLineageAndFTSStatus(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{"reset"}, lin.LineageSessionIDs, "a reset fork stands alone")
 		require.Equal(t, "r", lin.ResetFrom, "the marker is lifted")
+		// Hermes returns None for a missing id; the Go call keeps ErrNotFound
+		// (issue 30 item 5).
 		_, err = st.Portability().Lineage(ctx, "missing")
 		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 		ids, err := st.Lineage().CompressionLineage(ctx, "c")
