@@ -3,6 +3,7 @@ package hermesstate_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -22,13 +23,13 @@ func TestAnnotationsReactions(t *testing.T) {
 		id, err := st.Messages().Append(ctx, "s", repo.MessageInput{Role: "assistant", Content: models.Text("answer"),
 			DisplayMetadata: models.MustJSON(map[string]any{"kind": "x"})})
 		require.NoError(t, err)
-		rs, err := a.SetReaction(ctx, "s", id, "👍", "user")
+		rs, err := a.SetReaction(ctx, "s", id, repo.ReactionOptions{Emoji: "👍", Author: "user"})
 		require.NoError(t, err)
 		require.Len(t, rs, 1)
 		require.Equal(t, "👍", rs[0].Emoji)
-		_, err = a.SetReaction(ctx, "s", id, "🎉", "bot")
+		_, err = a.SetReaction(ctx, "s", id, repo.ReactionOptions{Emoji: "🎉", Author: "bot"})
 		require.NoError(t, err)
-		rs, err = a.SetReaction(ctx, "s", id, "❤️", "user")
+		rs, err = a.SetReaction(ctx, "s", id, repo.ReactionOptions{Emoji: "❤️", Author: "user"})
 		require.NoError(t, err)
 		require.Equal(t, []string{"bot", "user"}, []string{rs[0].Author, rs[1].Author}, "a different emoji replaces the author's")
 		var meta string
@@ -44,16 +45,25 @@ func TestAnnotationsReactions(t *testing.T) {
 		rs, err = a.Reactions(ctx, "s", id)
 		require.NoError(t, err)
 		require.True(t, rs[1].Seen)
-		// The same emoji again clears it.
-		rs, err = a.SetReaction(ctx, "s", id, "❤️", "user")
+		// The same emoji again clears it; no author is Hermes' "user"; Now
+		// stamps "at".
+		at := time.Unix(1767000000, 500000000)
+		rs, err = a.SetReaction(ctx, "s", id, repo.ReactionOptions{Emoji: "❤️", Now: at})
 		require.NoError(t, err)
 		require.Len(t, rs, 1)
-		rs, err = a.SetReaction(ctx, "s", id, "", "bot")
+		rs, err = a.SetReaction(ctx, "s", id, repo.ReactionOptions{Emoji: "🎉", Now: at})
+		require.NoError(t, err)
+		require.Equal(t, "user", rs[1].Author)
+		require.InDelta(t, 1767000000.5, float64(rs[1].At), 1e-6)
+		rs, err = a.SetReaction(ctx, "s", id, repo.ReactionOptions{Emoji: "🎉"})
+		require.NoError(t, err)
+		require.Len(t, rs, 1)
+		rs, err = a.SetReaction(ctx, "s", id, repo.ReactionOptions{Emoji: "", Author: "bot"})
 		require.NoError(t, err)
 		require.Empty(t, rs)
 		hermesstatetest.QueryRow(t, st, "SELECT display_metadata FROM messages WHERE id = $1", []any{id}, &meta)
 		require.Equal(t, `{"kind": "x"}`, meta)
-		_, err = a.SetReaction(ctx, "other", id, "👍", "user")
+		_, err = a.SetReaction(ctx, "other", id, repo.ReactionOptions{Emoji: "👍", Author: "user"})
 		fixturetest.RequireKind(t, err, hs.ErrNotFound)
 		none, err := a.Reactions(ctx, "other", id)
 		require.NoError(t, err)

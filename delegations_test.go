@@ -75,17 +75,17 @@ func TestDelegations(t *testing.T) {
 		require.NoError(t, err)
 		claim := *got.DeliveryClaim
 		require.EqualValues(t, 1, got.DeliveryAttempts)
-		ok, err := d.SettleDelivery(ctx, "deleg_1", "other", repo.DeliveryDelivered, time.Time{})
+		ok, err := d.SettleDelivery(ctx, "deleg_1", repo.Settlement{ClaimID: "other", Outcome: repo.DeliveryDelivered})
 		require.NoError(t, err)
 		require.False(t, ok, "another claim cannot settle it")
 		// A stale claim is taken over.
 		ok, err = d.ClaimDelivery(ctx, "deleg_1", "late", time.Now().Add(repo.DeliveryClaimTTL+time.Second))
 		require.NoError(t, err)
 		require.True(t, ok)
-		ok, err = d.SettleDelivery(ctx, "deleg_1", claim, repo.DeliveryReleased, time.Time{})
+		ok, err = d.SettleDelivery(ctx, "deleg_1", repo.Settlement{ClaimID: claim, Outcome: repo.DeliveryReleased})
 		require.NoError(t, err)
 		require.False(t, ok, "the first claim lost it")
-		ok, err = d.SettleDelivery(ctx, "deleg_1", "late", repo.DeliveryDelivered, time.Time{})
+		ok, err = d.SettleDelivery(ctx, "deleg_1", repo.Settlement{ClaimID: "late", Outcome: repo.DeliveryDelivered})
 		require.NoError(t, err)
 		require.True(t, ok)
 		got, err = d.Get(ctx, "deleg_1")
@@ -98,7 +98,7 @@ func TestDelegations(t *testing.T) {
 			ok, err = d.ClaimDelivery(ctx, "deleg_2", "c", time.Time{})
 			require.NoError(t, err)
 			require.True(t, ok)
-			ok, err = d.SettleDelivery(ctx, "deleg_2", "c", repo.DeliveryReleased, time.Time{})
+			ok, err = d.SettleDelivery(ctx, "deleg_2", repo.Settlement{ClaimID: "c", Outcome: repo.DeliveryReleased})
 			require.NoError(t, err)
 			require.True(t, ok)
 		}
@@ -108,7 +108,7 @@ func TestDelegations(t *testing.T) {
 		ok, err = d.ClaimDelivery(ctx, "legacy-event", "c", time.Time{})
 		require.NoError(t, err)
 		require.True(t, ok, "an event older than the ledger is claimable")
-		_, err = d.SettleDelivery(ctx, "deleg_2", "c", "bogus", time.Time{})
+		_, err = d.SettleDelivery(ctx, "deleg_2", repo.Settlement{ClaimID: "c", Outcome: "bogus"})
 		fixturetest.RequireKind(t, err, hs.ErrInvalid)
 	})
 }

@@ -189,14 +189,14 @@ func TestRoutes(t *testing.T) {
 		s, err = st.Sessions().Get(ctx, "s")
 		require.NoError(t, err)
 		require.True(t, repo.YoloEnabled(s))
-		require.NoError(t, r.SetBillingRoute(ctx, "s", "anthropic", "https://api", nil))
+		require.NoError(t, r.SetBillingRoute(ctx, "s", repo.BillingRoute{Provider: "anthropic", BaseURL: "https://api"}))
 		mode := "subscription"
-		require.NoError(t, r.SetBillingRoute(ctx, "s", "anthropic", "https://api", &mode))
+		require.NoError(t, r.SetBillingRoute(ctx, "s", repo.BillingRoute{Provider: "anthropic", BaseURL: "https://api", Mode: &mode}))
 		s, err = st.Sessions().Get(ctx, "s")
 		require.NoError(t, err)
 		require.Equal(t, "subscription", *s.BillingMode)
 		fixturetest.RequireKind(t, r.SetYolo(ctx, "missing", true), hs.ErrNotFound)
-		fixturetest.RequireKind(t, r.SetBillingRoute(ctx, "missing", "a", "b", nil), hs.ErrNotFound)
+		fixturetest.RequireKind(t, r.SetBillingRoute(ctx, "missing", repo.BillingRoute{Provider: "a", BaseURL: "b"}), hs.ErrNotFound)
 	})
 }
 

@@ -2,7 +2,6 @@ package hermesstate_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -29,7 +28,7 @@ func TestTelegramTopics(t *testing.T) {
 		ok, err := tg.Enabled(ctx, "1", "1", "")
 		require.NoError(t, err)
 		require.False(t, ok)
-		require.NoError(t, tg.Disable(ctx, "1", "", false, time.Time{}))
+		require.NoError(t, tg.Disable(ctx, "1", repo.TopicModeOffOptions{}))
 		b, err := tg.BindingOfSession(ctx, "s")
 		require.NoError(t, err)
 		require.Nil(t, b)
@@ -67,7 +66,7 @@ func TestTelegramTopics(t *testing.T) {
 		require.Equal(t, "s2", un[0].ID)
 
 		// Unbinding the chat's last topic turns topic mode off.
-		n, err = tg.Unbind(ctx, "100", "7", "", time.Time{})
+		n, err = tg.Unbind(ctx, "100", "7", repo.UnbindOptions{})
 		require.NoError(t, err)
 		require.EqualValues(t, 1, n)
 		ok, err = tg.Enabled(ctx, "100", "u1", "")

@@ -132,12 +132,21 @@ func setList(meta *orderedObject, key string, list []orderedObject) {
 	meta.set(key, json.RawMessage("["+strings.Join(parts, ",")+"]"))
 }
 
-func (r *annotationsRepo) SetReaction(ctx context.Context, sid string, rowID int64, emoji, author string) ([]Reaction, error) {
+// reactionAuthor is author, or Hermes' default "user" when empty.
+func reactionAuthor(author string) string {
+	if author == "" {
+		return "user"
+	}
+	return author
+}
+
+func (r *annotationsRepo) SetReaction(ctx context.Context, sid string, rowID int64, opt ReactionOptions) ([]Reaction, error) {
 	const op = "annotations.set_reaction"
 	if err := checkID(op, sid); err != nil {
 		return nil, err
 	}
-	if err := checkNonEmpty(op, "author", author); err != nil {
+	emoji, author, now := opt.Emoji, reactionAuthor(opt.Author), nowOf(opt.Now)
+	if err := checkText(op, "author", author); err != nil {
 		return nil, err
 	}
 	if err := checkText(op, "emoji", emoji); err != nil {
@@ -175,7 +184,7 @@ func (r *annotationsRepo) SetReaction(ctx context.Context, sid string, rowID int
 			n := orderedObject{vals: map[string]json.RawMessage{}}
 			n.set("emoji", json.RawMessage(mustJSON(emoji)))
 			n.set("author", json.RawMessage(mustJSON(author)))
-			n.set("at", json.RawMessage(PyFloat(float64(models.Now()))))
+			n.set("at", json.RawMessage(PyFloat(now)))
 			keep = append(keep, n)
 		}
 		setList(&meta, reactionsKey, keep)
@@ -211,10 +220,11 @@ func (r *annotationsRepo) Reactions(ctx context.Context, sid string, rowID int64
 
 func (r *annotationsRepo) TakeUnseenReactions(ctx context.Context, sid, author string) ([]UnseenReaction, error) {
 	const op = "annotations.take_unseen_reactions"
+	author = reactionAuthor(author)
 	if err := checkID(op, sid); err != nil {
 		return nil, err
 	}
-	if err := checkNonEmpty(op, "author", author); err != nil {
+	if err := checkText(op, "author", author); err != nil {
 		return nil, err
 	}
 	var out []UnseenReaction

@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"time"
 )
 
 // Reactions and tool-row retries: UI annotations Hermes keeps inside a
@@ -42,21 +43,33 @@ type AnnouncedRetry struct {
 	ToolName string         `json:"tool_name"`
 }
 
+// ReactionOptions is Annotations.SetReaction's reaction: the zero value
+// clears the user's reaction.
+type ReactionOptions struct {
+	// Emoji is the reaction; "" clears the author's reaction (Hermes'
+	// emoji=None).
+	Emoji string
+	// Author is who reacts; "" is "user", Hermes' default.
+	Author string
+	// Now stamps the reaction's "at" (zero: time.Now()).
+	Now time.Time
+}
+
 // Annotations is the repository of message annotations. Methods return
 // ErrInvalid for an empty session id, author or bad text.
 type Annotations interface {
-	// SetReaction sets author's reaction on a message of the session
-	// (Hermes' tapback rule: one per author; the same emoji again, or "",
-	// clears it; another emoji replaces it) and returns the message's
-	// reactions after the write. ErrNotFound when the row is not a message
-	// of the session.
-	SetReaction(ctx context.Context, sessionID string, rowID int64, emoji, author string) ([]Reaction, error)
+	// SetReaction sets opt.Author's reaction on a message of the session
+	// (Hermes' set_message_reaction and its tapback rule: one per author;
+	// the same emoji again, or "", clears it; another emoji replaces it)
+	// and returns the message's reactions after the write. ErrNotFound
+	// when the row is not a message of the session.
+	SetReaction(ctx context.Context, sessionID string, rowID int64, opt ReactionOptions) ([]Reaction, error)
 	// Reactions returns the reactions on a message ([] when none or the
 	// row is not the session's).
 	Reactions(ctx context.Context, sessionID string, rowID int64) ([]Reaction, error)
-	// TakeUnseenReactions returns author's reactions on the session's live
-	// rows not announced yet, oldest row first, and marks them seen, in one
-	// transaction.
+	// TakeUnseenReactions returns author's ("" is "user") reactions on the
+	// session's live rows not announced yet, oldest row first, and marks
+	// them seen, in one transaction.
 	TakeUnseenReactions(ctx context.Context, sessionID, author string) ([]UnseenReaction, error)
 	// ToolRetry returns the newest visible tool row for toolCallID in the
 	// session's resume lineage and its recorded outcome; false when there is

@@ -268,8 +268,9 @@ func (r *delegationRepo) ClaimDelivery(ctx context.Context, id, claim string, no
 	return ok, err
 }
 
-func (r *delegationRepo) SettleDelivery(ctx context.Context, id, claim, outcome string, now time.Time) (bool, error) {
+func (r *delegationRepo) SettleDelivery(ctx context.Context, id string, s Settlement) (bool, error) {
 	const op = "delegations.settle_delivery"
+	claim, outcome, now := s.ClaimID, s.Outcome, s.Now
 	if err := checkNonEmpty(op, "delegation id", id); err != nil {
 		return false, err
 	}

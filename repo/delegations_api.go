@@ -73,6 +73,16 @@ const (
 	DeliveryDelivered = "delivered"
 )
 
+// Settlement is how Delegations.SettleDelivery ends a delivery claim.
+type Settlement struct {
+	// ClaimID is the claim being ended ("" only with DeliveryDelivered).
+	ClaimID string
+	// Outcome is DeliveryReleased, DeliveryDropped or DeliveryDelivered.
+	Outcome string
+	// Now stamps updated_at / delivered_at (zero: time.Now()).
+	Now time.Time
+}
+
 // MaxDeliveryAttempts caps the claims of one completion (Hermes'
 // _MAX_DELIVERY_ATTEMPTS).
 const MaxDeliveryAttempts = 8
@@ -107,11 +117,12 @@ type Delegations interface {
 	// is counted) and reports whether it did. An unknown id is claimable
 	// (true), as Hermes treats an event older than the ledger.
 	ClaimDelivery(ctx context.Context, delegationID, claimID string, now time.Time) (bool, error)
-	// SettleDelivery ends claimID's claim with outcome (DeliveryReleased,
-	// DeliveryDropped or DeliveryDelivered) and reports whether this claim
-	// held the row. DeliveryDelivered with an empty claimID acknowledges an
-	// unclaimed delivery (Hermes' mark_completion_delivered).
-	SettleDelivery(ctx context.Context, delegationID, claimID, outcome string, now time.Time) (bool, error)
+	// SettleDelivery ends s.ClaimID's claim with s.Outcome
+	// (DeliveryReleased, DeliveryDropped or DeliveryDelivered) and reports
+	// whether this claim held the row. DeliveryDelivered with an empty
+	// ClaimID acknowledges an unclaimed delivery (Hermes'
+	// mark_completion_delivered).
+	SettleDelivery(ctx context.Context, delegationID string, s Settlement) (bool, error)
 	// AppendDelivery records a detached result in the spawning session once
 	// (Hermes' append_delegation_delivery): when a row of the session's
 	// compression lineage already carries metadata's delegation_id and

@@ -718,7 +718,8 @@ func (r *routesRepo) SetYolo(ctx context.Context, sid string, enabled bool) erro
 	})
 }
 
-func (r *routesRepo) SetBillingRoute(ctx context.Context, sid, provider, baseURL string, mode *string) error {
+func (r *routesRepo) SetBillingRoute(ctx context.Context, sid string, route BillingRoute) error {
+	provider, baseURL, mode := route.Provider, route.BaseURL, route.Mode
 	const op = "routes.set_billing_route"
 	if err := checkID(op, sid); err != nil {
 		return err

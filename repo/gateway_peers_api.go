@@ -104,6 +104,13 @@ type RuntimeLock struct {
 	Now time.Time
 }
 
+// BillingRoute is the billing route Routes.SetBillingRoute stores.
+type BillingRoute struct {
+	Provider, BaseURL string
+	// Mode is billing_mode; nil leaves it as it is.
+	Mode *string
+}
+
 // Routes writes the runtime route a resume restores (model_config's
 // browser_model_lock and yolo_mode, the billing route columns). Methods
 // return ErrInvalid for an empty id or bad text and ErrNotFound when the
@@ -116,6 +123,7 @@ type Routes interface {
 	// SetYolo records the per-session YOLO flag in model_config.
 	SetYolo(ctx context.Context, sessionID string, enabled bool) error
 	// SetBillingRoute sets billing_provider and billing_base_url, and
-	// billing_mode when mode is not nil.
-	SetBillingRoute(ctx context.Context, sessionID, provider, baseURL string, mode *string) error
+	// billing_mode when route.Mode is not nil (Hermes'
+	// update_session_billing_route).
+	SetBillingRoute(ctx context.Context, sessionID string, route BillingRoute) error
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"gorm.io/gorm"
 
@@ -157,7 +156,8 @@ func (r *telegramRepo) Enable(ctx context.Context, in TopicModeInput) error {
 	})
 }
 
-func (r *telegramRepo) Disable(ctx context.Context, chatID, profile string, keep bool, now time.Time) error {
+func (r *telegramRepo) Disable(ctx context.Context, chatID string, opt TopicModeOffOptions) error {
+	profile, keep, now := opt.Profile, opt.KeepBindings, opt.Now
 	const op = "telegram.disable"
 	if err := checkTexts(op, "chat id", chatID); err != nil {
 		return err
@@ -269,7 +269,8 @@ func (r *telegramRepo) Bind(ctx context.Context, in TopicBindingInput) error {
 	})
 }
 
-func (r *telegramRepo) Unbind(ctx context.Context, chatID, threadID, profile string, now time.Time) (int64, error) {
+func (r *telegramRepo) Unbind(ctx context.Context, chatID, threadID string, opt UnbindOptions) (int64, error) {
+	profile, now := opt.Profile, opt.Now
 	const op = "telegram.unbind"
 	if err := checkTexts(op, "chat id", chatID, "thread id", threadID); err != nil {
 		return 0, err

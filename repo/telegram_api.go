@@ -22,6 +22,23 @@ type TopicModeInput struct {
 	Now                                         time.Time
 }
 
+// TopicModeOffOptions are TelegramTopics.Disable's options.
+type TopicModeOffOptions struct {
+	Profile string
+	// KeepBindings keeps the chat's topic bindings.
+	KeepBindings bool
+	// Now stamps updated_at (zero: time.Now()).
+	Now time.Time
+}
+
+// UnbindOptions are TelegramTopics.Unbind's options.
+type UnbindOptions struct {
+	Profile string
+	// Now stamps the mode row's updated_at when the last binding goes
+	// (zero: time.Now()).
+	Now time.Time
+}
+
 // TopicBinding is one telegram_dm_topic_bindings row.
 type TopicBinding struct {
 	ProfileName string       `json:"profile_name"`
@@ -52,9 +69,9 @@ type TelegramTopics interface {
 	Migrate(ctx context.Context) error
 	// Enable turns topic mode on for a chat (creating the tables first).
 	Enable(ctx context.Context, in TopicModeInput) error
-	// Disable turns it off and, unless keepBindings, drops the chat's
+	// Disable turns it off and, unless opt.KeepBindings, drops the chat's
 	// bindings; nothing happens when the tables do not exist.
-	Disable(ctx context.Context, chatID, profile string, keepBindings bool, now time.Time) error
+	Disable(ctx context.Context, chatID string, opt TopicModeOffOptions) error
 	// Enabled reports whether topic mode is on for the chat and user.
 	Enabled(ctx context.Context, chatID, userID, profile string) (bool, error)
 	// Binding returns the binding of a topic thread (nil when none).
@@ -71,7 +88,7 @@ type TelegramTopics interface {
 	// Unbind deletes a topic's binding and, when it was the chat's last,
 	// turns topic mode off in the same transaction; it returns the rows
 	// deleted (0 when none or no tables).
-	Unbind(ctx context.Context, chatID, threadID, profile string, now time.Time) (int64, error)
+	Unbind(ctx context.Context, chatID, threadID string, opt UnbindOptions) (int64, error)
 	// UnlinkedSessions returns up to limit (0 = 10) of the user's telegram
 	// sessions of the profile that no topic binds, most recently active
 	// first (without the tables: the user's sessions of any profile).
