@@ -404,21 +404,8 @@ func compressionParentsOf(tx *gorm.DB, sid string) ([]string, error) {
 // is deleted; a session ended by compression refuses; a missing one is
 // ErrNotFound.
 func leaseGuard(tx *gorm.DB, op, sid string) error {
-	key, err := turnLeaseKey(tx, sid)
-	if err != nil {
+	if err := turnLeaseFence(tx, op, sid, "", 0); err != nil {
 		return err
-	}
-	row, ok, err := readLease(tx, turnLeaseTable, key)
-	if err != nil {
-		return err
-	}
-	if ok {
-		if row.ExpiresAt > float64(models.Now()) && !LocalHolderDead(row.Holder) {
-			return errs.Errorf(errs.ErrConflict, op, "session %q has an active turn (lease held by %s)", sid, row.Holder)
-		}
-		if err := tx.Exec("DELETE FROM session_turn_leases WHERE conversation_id = ? AND holder = ?", key, row.Holder).Error; err != nil {
-			return err
-		}
 	}
 	exists, compressed, err := endedByCompression(tx, sid)
 	switch {

@@ -247,7 +247,7 @@ func (g *committer) commit(batch []*appendCall) {
 			c.finish(0, cerr)
 			continue
 		}
-		ids, err := g.r.writeRows(c.ctx, c.op, c.sid, []*models.Message{c.row})
+		ids, err := g.r.writeRows(c.ctx, c.op, c.sid, []*models.Message{c.row}, nil)
 		if err != nil {
 			c.finish(0, err)
 		} else {

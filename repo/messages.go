@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -43,6 +44,15 @@ type MessageInput struct {
 	APIContent      *string
 	DisplayKind     string
 	DisplayMetadata models.JSON
+	// TurnLeaseHolder, when set, fences Append and AppendBatch by the
+	// conversation's turn lease (Hermes' turn_lease_holder): the write is
+	// refused (ErrConflict, nothing written) unless this holder holds the
+	// lease (TurnLeases), and a lease of this holder that expired without
+	// being taken over is renewed for TurnLeaseTTL (0: DefaultLeaseTTL) in
+	// the same transaction. A batch is fenced once, by the one holder its
+	// messages name (ErrInvalid for two). Other writers ignore these.
+	TurnLeaseHolder string
+	TurnLeaseTTL    time.Duration
 }
 
 // Messages is the repository of message rows.
@@ -190,6 +200,20 @@ func (r *messageRepo) Append(ctx context.Context, sessionID string, m MessageInp
 	if err != nil {
 		return 0, err
 	}
+	if m.TurnLeaseHolder != "" {
+		// A fenced append commits alone, its guard in its transaction.
+		holder, ttl, err := batchLeaseHolder(op, []MessageInput{m})
+		if err != nil {
+			return 0, err
+		}
+		ids, err := r.writeRows(ctx, op, sessionID, []*models.Message{row}, func(tx *gorm.DB) error {
+			return turnLeaseFence(tx, op, sessionID, holder, ttl)
+		})
+		if err != nil {
+			return 0, err
+		}
+		return ids[0], nil
+	}
 	if r.db.closed.Load() {
 		return 0, errs.Errorf(errs.ErrClosed, op, "the store is closed")
 	}
@@ -232,6 +256,10 @@ func (r *messageRepo) append(ctx context.Context, op, sessionID string, ms []Mes
 	if err := checkID(op, sessionID); err != nil {
 		return nil, err
 	}
+	holder, ttl, err := batchLeaseHolder(op, ms)
+	if err != nil {
+		return nil, err
+	}
 	rows := make([]*models.Message, len(ms))
 	for i := range ms {
 		row, err := ms[i].toRow(op, sessionID)
@@ -240,16 +268,26 @@ func (r *messageRepo) append(ctx context.Context, op, sessionID string, ms []Mes
 		}
 		rows[i] = row
 	}
-	return r.writeRows(ctx, op, sessionID, rows)
+	var fence func(tx *gorm.DB) error
+	if holder != "" {
+		fence = func(tx *gorm.DB) error { return turnLeaseFence(tx, op, sessionID, holder, ttl) }
+	}
+	return r.writeRows(ctx, op, sessionID, rows, fence)
 }
 
 // writeRows stores rows (validated, all of sessionID) in one transaction
-// and returns their ids in order.
-func (r *messageRepo) writeRows(ctx context.Context, op, sessionID string, rows []*models.Message) ([]int64, error) {
+// and returns their ids in order; fence, when not nil, runs first in that
+// transaction (the turn-lease guard).
+func (r *messageRepo) writeRows(ctx context.Context, op, sessionID string, rows []*models.Message, fence func(tx *gorm.DB) error) ([]int64, error) {
 	ids := make([]int64, len(rows))
 	err := r.db.Write(ctx, sqlitex.Transcript, op, func(tx *gorm.DB) error {
 		if err := lockSession(tx, sessionID); err != nil {
 			return err
+		}
+		if fence != nil {
+			if err := fence(tx); err != nil {
+				return err
+			}
 		}
 		if err := checkAppendable(tx, op, sessionID); err != nil {
 			return err

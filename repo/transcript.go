@@ -74,6 +74,11 @@ type ReplaceOptions struct {
 	// (active = 0) instead of deleting them; they stay searchable with
 	// include_inactive and readable with GetOptions.IncludeInactive.
 	ArchiveDropped bool
+	// RejectActiveTurnLease refuses the rewrite (ErrConflict, nothing
+	// written) while a live turn lease of the session's conversation is
+	// held, by anyone; a stale one is deleted in the same transaction
+	// (Hermes' reject_active_turn_lease, for user rewrites).
+	RejectActiveTurnLease bool
 }
 
 // ClearOptions selects what Transcript.Clear deletes (Hermes'
@@ -420,6 +425,11 @@ func (r *transcriptRepo) Replace(ctx context.Context, sid string, msgs []Message
 			return noSession(op, sid)
 		case compressed:
 			return errs.Errorf(errs.ErrConflict, op, "session %q was ended by compression; rewrite its continuation", sid)
+		}
+		if opt.RejectActiveTurnLease {
+			if err := turnLeaseFence(tx, op, sid, "", 0); err != nil {
+				return err
+			}
 		}
 		switch {
 		case opt.ArchiveDropped:
