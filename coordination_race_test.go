@@ -560,7 +560,7 @@ func TestCoordinationSIGKILL(t *testing.T) {
 			}
 			// An opaque holder: kept until expiry.
 			const ttl = 1500 * time.Millisecond
-			cmd, holder := spawn(kind, "opaque-"+kind, ttl)
+			cmd, _ := spawn(kind, "opaque-"+kind, ttl)
 			acquired := time.Now()
 			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 			_ = cmd.Wait()
@@ -585,7 +585,7 @@ func TestCoordinationSIGKILL(t *testing.T) {
 				t.Log("no PID namespace id here: the structured-holder half is not run")
 				return
 			}
-			cmd, holder = spawn(kind, "", time.Minute)
+			cmd, holder := spawn(kind, "", time.Minute)
 			require.False(t, try("go-after-kill"), "alive: refused")
 			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 			_ = cmd.Wait()
