@@ -221,12 +221,23 @@ def refresh_own(table, key_col):
 def one(sql, params):
     return write(lambda conn: conn.execute(sql, params).rowcount)
 
+def autocommit(sql, params):
+    # One statement on its own, retried while the file is busy (a loaded
+    # machine can hold a writer past the busy timeout).
+    while True:
+        try:
+            return c.execute(sql, params)
+        except sqlite3.OperationalError as e:
+            if "locked" in str(e) or "busy" in str(e):
+                time.sleep(random.uniform(0.0002, 0.002)); continue
+            raise
+
 def broken_claim():
     # NOT Hermes: a claim outside a transaction, to show the check catches it.
-    row = c.execute("SELECT holder FROM compression_locks WHERE session_id = ?", (sid,)).fetchone()
+    row = autocommit("SELECT holder FROM compression_locks WHERE session_id = ?", (sid,)).fetchone()
     if row is None:
         time.sleep(0.002)
-        c.execute("INSERT OR REPLACE INTO compression_locks (session_id, holder, acquired_at, expires_at) VALUES (?, ?, ?, ?)", (sid, holder, time.time(), time.time() + ttl))
+        autocommit("INSERT OR REPLACE INTO compression_locks (session_id, holder, acquired_at, expires_at) VALUES (?, ?, ?, ?)", (sid, holder, time.time(), time.time() + ttl))
         return True
     return False
 
@@ -237,7 +248,7 @@ if kind == "broken":
             time.sleep(random.uniform(0.0002, 0.001)); continue
         start = time.time_ns(); time.sleep(0.003); end = time.time_ns()
         out.write("%d %d %s\n" % (start, end, holder))
-        c.execute("DELETE FROM compression_locks WHERE session_id = ? AND holder = ?", (sid, holder))
+        autocommit("DELETE FROM compression_locks WHERE session_id = ? AND holder = ?", (sid, holder))
         won += 1
     out.close(); sys.exit(0)
 
@@ -386,14 +397,18 @@ func TestCoordinationRaceDetectsTwoHolders(t *testing.T) {
 	prepareRaceStore(t, hs.Config{Path: path})
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "hermes_race.py"), []byte(hermesRacePy), 0o600))
 	var cmds []*exec.Cmd
+	var outs []*strings.Builder
 	for i := 0; i < 4; i++ {
 		cmd := exec.Command(py, filepath.Join(dir, "hermes_race.py"), path, "broken", fmt.Sprintf("broken-%d", i), "50", filepath.Join(dir, fmt.Sprintf("log-%d", i)))
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, out
 		require.NoError(t, cmd.Start())
 		cmds = append(cmds, cmd)
+		outs = append(outs, out)
 	}
 	var ivs []holdInterval
 	for i, cmd := range cmds {
-		require.NoError(t, cmd.Wait())
+		require.NoError(t, cmd.Wait(), "contender %d:\n%s", i, outs[i].String())
 		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("log-%d", i)))
 		require.NoError(t, err)
 		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
