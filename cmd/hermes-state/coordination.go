@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	hs "github.com/hermesstate/hermesstate"
 	"github.com/hermesstate/hermesstate/internal/ptr"
+	"github.com/hermesstate/hermesstate/internal/termtext"
 	"github.com/hermesstate/hermesstate/models"
 	"github.com/hermesstate/hermesstate/repo"
 )
@@ -46,20 +46,15 @@ func coordinationOf(ctx context.Context, st *hs.Store, s *models.Session) (sessi
 	return v, nil
 }
 
-// printable shows control characters of stored text as escapes, so a value
-// written by another program cannot drive the terminal.
+// printable is stored text on one line of a report: the terminal's
+// controls neutralised as every CLI text is (internal/termtext), and line
+// breaks and tabs shown as escapes so a value written by another program
+// cannot break the line either.
 func printable(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return termtext.Clean(lineBreaks.Replace(s))
 }
+
+var lineBreaks = strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`, "\u2028", `\u2028`, "\u2029", `\u2029`)
 
 // leaseLine says who holds a lease and until when.
 func leaseLine(l *repo.Lease) string {

@@ -57,7 +57,7 @@ func TestCLICoordinationViews(t *testing.T) {
 	out, err := run(t, "--db", db, "sessions", "show", "20260101_tip2")
 	require.NoError(t, err)
 	require.Contains(t, out, "turn lease:")
-	require.Contains(t, out, `held by agent\x1b[31m-1 until`, "the holder's escape sequence is shown escaped")
+	require.Contains(t, out, "held by agent\uFFFD[31m-1 until", "the holder's escape sequence is neutralised")
 	require.NotContains(t, out, "\x1b")
 	require.Contains(t, out, "(conversation 20260101_root)")
 	out, err = run(t, "--db", db, "sessions", "show", "20260102_other")
@@ -87,9 +87,9 @@ func TestCLICoordinationViews(t *testing.T) {
 
 	out, _ = run(t, "--db", db, "doctor")
 	require.Contains(t, out, "expired compression lock")
-	require.Contains(t, out, "hermes-state maintain --expired-leases")
+	require.Contains(t, out, "clear: hermes-state --db "+db+" maintain --expired-leases", "the clearing command names the file")
 	require.Contains(t, out, "handoff(s) in state running")
-	require.Contains(t, out, "hermes-state maintain --stale-handoffs")
+	require.Contains(t, out, "clear: hermes-state --db "+db+" maintain --stale-handoffs")
 
 	// Nothing above took, refreshed or cleared a row.
 	ctx := context.Background()

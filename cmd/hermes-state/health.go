@@ -118,8 +118,8 @@ func printDoctor(a *app, r *hs.DoctorReport) {
 	for _, f := range r.Findings {
 		if f.Severity == hs.SeverityInfo && (f.Check == "place" || f.Check == doctor.CheckCoordination) {
 			fmt.Fprintf(w, "NOTE    %s: %s\n", f.Check, f.Message)
-			if f.Fix != "" {
-				fmt.Fprintf(w, "        clear: %s\n", f.Fix)
+			if f.Check == doctor.CheckCoordination && f.Fix != "" {
+				fmt.Fprintf(w, "        clear: %s\n", fixFor(f.Fix, r.Path))
 			}
 		}
 	}
